@@ -1,0 +1,1 @@
+"""Reference agents (random, noop, oracle, llm) that implement one small agent interface."""

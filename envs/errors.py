@@ -1,0 +1,53 @@
+"""The one typed error hierarchy of weavegym's host side.
+
+Everything the environment raises about itself (as opposed to the agent's bad
+actions, which are reported in ``info`` and never raised) derives from
+``WeaveGymError``, so callers can catch one base class and still tell a dead
+agent from a bad request.
+"""
+
+from __future__ import annotations
+
+
+class WeaveGymError(Exception):
+    """Base class of every error weavegym raises."""
+
+
+class HostSetupError(WeaveGymError):
+    """A host prerequisite is missing or broken (Xvfb, QEMU, libvirt, disk space…).
+
+    The message always says how to fix it.
+    """
+
+
+class AgentError(WeaveGymError):
+    """A call to the guest agent failed."""
+
+    def __init__(self, message: str, *, method: str = "", code: str = "") -> None:
+        super().__init__(message)
+        self.method = method
+        self.code = code
+
+
+class AgentUnavailableError(AgentError):
+    """The agent could not be reached (guest down, port closed, connection reset)."""
+
+
+class AgentTimeoutError(AgentError):
+    """The call did not finish before its deadline."""
+
+
+class AgentAuthError(AgentError):
+    """The agent refused the token."""
+
+
+class AgentRequestError(AgentError, ValueError):
+    """The agent rejected the request as malformed; it changed nothing in the guest."""
+
+
+class GuestPathNotFoundError(AgentRequestError):
+    """A path named in the request does not exist in the guest."""
+
+
+class AgentInternalError(AgentError):
+    """The agent failed while serving a valid request (an agent bug or a broken guest)."""

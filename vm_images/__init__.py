@@ -1,0 +1,1 @@
+"""Reproducible guest image recipes (debootstrap from the Debian mirror; an Ubuntu variant)."""
