@@ -12,10 +12,9 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from weavegym.guest_agent.errors import DisplayUnavailable
 from Xlib import display as xdisplay
 from Xlib import error as xerror
-
-from weavegym.guest_agent.errors import DisplayUnavailable
 
 
 class DisplayConnection:

@@ -1,0 +1,69 @@
+# weavegym: every target does its own set-up, so `make test` and `make demo` work on a fresh Debian 12.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
+# Host packages: Xvfb and X clients for the agent tests (zenity is the GTK text widget, xclip an
+# independent clipboard client, openbox a real EWMH window manager), QEMU for the KVM probe and VMs,
+# debootstrap and e2fsprogs for image builds.
+APT_PACKAGES := python3-venv xvfb x11-utils xauth xdotool zenity xclip openbox \
+	qemu-system-x86 qemu-utils debootstrap e2fsprogs
+PROTO := protos/weavegym/agent/v1/agent.proto
+GENERATED := agent_pb2.py agent_pb2.pyi agent_pb2_grpc.py
+
+.PHONY: help setup system-deps venv protos check-protos lint test demo bench clean
+
+help:
+	@echo "make test   - install everything needed, then run the test suite"
+	@echo "make demo   - install everything needed, then run doctor and the agent benchmark"
+	@echo "make protos - regenerate the gRPC stubs from $(PROTO)"
+
+setup: system-deps venv
+
+system-deps:
+	@missing=""; for p in $(APT_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo ">> apt-get install$$missing"; \
+	  $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
+	else echo ">> system packages present"; fi
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	@touch $@
+
+protos: venv
+	$(PY) -m grpc_tools.protoc --proto_path=protos --python_out=protos --pyi_out=protos \
+		--grpc_python_out=protos $(PROTO)
+
+# Fails when the committed stubs differ from what the pinned grpcio-tools generates.
+check-protos: venv
+	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
+	$(PY) -m grpc_tools.protoc --proto_path=protos --python_out=$$tmp --pyi_out=$$tmp \
+		--grpc_python_out=$$tmp $(PROTO) && \
+	for f in $(GENERATED); do \
+	  cmp -s $$tmp/weavegym/agent/v1/$$f protos/weavegym/agent/v1/$$f || \
+	    { echo "stale generated stub $$f: run 'make protos' and commit"; exit 1; }; \
+	done; echo ">> generated stubs are up to date"
+
+lint: venv
+	$(VENV)/bin/ruff check .
+
+test: setup check-protos lint
+	$(PY) -m pytest -q
+
+demo: setup
+	-$(VENV)/bin/weavegym doctor
+	$(VENV)/bin/weavegym bench agent --iterations 50
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info

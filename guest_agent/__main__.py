@@ -1,0 +1,61 @@
+"""Command line of the guest agent.
+
+    python -m weavegym.guest_agent --display :0 --listen 127.0.0.1:7600 --token-file /run/weavegym/token
+
+Once it listens it prints one JSON line, ``{"event": "listening", "port": N, …}``,
+on stdout, so a launcher can wait for that line instead of sleeping.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import signal
+import sys
+import threading
+
+from weavegym.guest_agent import AGENT_VERSION
+from weavegym.guest_agent.auth import read_smbios_token, read_token_file
+from weavegym.guest_agent.server import AgentConfig, build_server
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m weavegym.guest_agent", description=__doc__.split("\n")[0])
+    p.add_argument("--display", required=True, help="X display to serve, e.g. :0")
+    p.add_argument("--listen", default="127.0.0.1:7600", help="host:port to bind (port 0 picks a free one)")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--token-file", help="file holding the per-VM token")
+    src.add_argument("--token-smbios", action="store_true",
+                     help="read the token from the SMBIOS OEM strings (weavegym-token=…)")
+    p.add_argument("--python", default="/usr/bin/python3", help="interpreter for RunPython")
+    p.add_argument("--no-shm", action="store_true", help="capture with XGetImage even if MIT-SHM exists")
+    p.add_argument("--log-level", default="INFO")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(level=args.log_level, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        token = read_smbios_token() if args.token_smbios else read_token_file(args.token_file)
+    except (OSError, ValueError) as exc:
+        print(f"weavegym-agent: cannot read the token: {exc}", file=sys.stderr)
+        return 2
+    config = AgentConfig(display=args.display, listen=args.listen, token=token, python=args.python,
+                         use_shm=not args.no_shm)
+    server, servicer, port = build_server(config)
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    print(json.dumps({"event": "listening", "port": port, "listen": args.listen, "version": AGENT_VERSION}),
+          flush=True)
+    stop.wait()
+    server.stop(grace=2).wait()
+    servicer.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,402 @@
+"""The guest agent through its real gRPC interface, on a real Xvfb display with real X clients.
+
+These cover issue #2's acceptance list end to end: Unicode typing into a GTK
+entry, pixel-exact screenshots, click coordinates, 50 MB transfers, capped
+output, deadline kills, tokens, concurrency, and bad requests that must leave
+the agent serving.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import select
+import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import grpc
+import numpy as np
+import pytest
+from weavegym.agent.v1 import agent_pb2 as pb
+from weavegym.agent.v1 import agent_pb2_grpc as pb_grpc
+from weavegym.envs.deadline import wait_for
+from weavegym.envs.errors import (
+    AgentAuthError,
+    AgentRequestError,
+    AgentUnavailableError,
+    GuestPathNotFoundError,
+)
+from weavegym.envs.guest_client import GuestClient
+from weavegym.envs.local_agent import LocalAgent, LocalAgentConfig
+from Xlib import X
+from Xlib import display as xdisplay
+
+COLOUR = (0x33, 0x99, 0xCC)
+
+
+class XWindow:
+    """A real X client window (own connection), solid colour, recording pointer events."""
+
+    def __init__(self, display: str, x: int, y: int, w: int, h: int, colour=COLOUR, title: str = "") -> None:
+        self.d = xdisplay.Display(display)
+        screen = self.d.screen()
+        pixel = (colour[0] << 16) | (colour[1] << 8) | colour[2]
+        self.win = screen.root.create_window(
+            x, y, w, h, 0, screen.root_depth, background_pixel=pixel, override_redirect=not title,
+            event_mask=X.ButtonPressMask | X.ButtonReleaseMask | X.StructureNotifyMask | X.ExposureMask,
+        )
+        if title:
+            self.win.set_wm_name(title)
+            self.win.set_wm_class("weavegym-test", "WeavegymTest")
+        self.win.map()
+        self.d.flush()
+        self.wait_for_event(X.Expose)
+
+    def events(self, timeout: float = 5.0, stop_after: int = 1, kinds: tuple[int, ...] = ()) -> list:
+        got: list = []
+        end = time.monotonic() + timeout
+        while len(got) < stop_after and time.monotonic() < end:
+            if not self.d.pending_events():
+                select.select([self.d.fileno()], [], [], max(0.0, end - time.monotonic()))
+                if not self.d.pending_events():
+                    continue
+            ev = self.d.next_event()
+            if not kinds or ev.type in kinds:
+                got.append(ev)
+        return got
+
+    def wait_for_event(self, kind: int) -> None:
+        assert self.events(kinds=(kind,)), f"no X event {kind} within the deadline"
+
+    def close(self) -> None:
+        self.win.destroy()
+        self.d.close()
+
+
+@pytest.fixture()
+def colour_window(xvfb):
+    win = XWindow(xvfb.display, 200, 100, 300, 150)
+    yield win
+    win.close()
+
+
+# ------------------------------------------------------------------------------------------ info/screen
+
+
+def test_info_reports_display_and_capture(client: GuestClient) -> None:
+    info = client.info()
+    assert info.protocol == "weavegym.agent.v1"
+    assert (info.screen_width, info.screen_height, info.screen_depth) == (1280, 720, 24)
+    assert info.capture_method == "mit-shm"
+    assert info.has_xtest and info.has_xfixes
+
+
+def test_known_colour_window_shows_at_exact_pixels(client: GuestClient, colour_window: XWindow) -> None:
+    client.move(1000, 600)  # keep the pointer out of the window
+    shot = client.screenshot(hide_cursor=True)
+    img = shot.image
+    assert img.shape == (720, 1280, 3) and img.dtype == np.uint8
+    assert (img[100:250, 200:500] == COLOUR).all()
+    assert tuple(img[99, 200]) != COLOUR and tuple(img[100, 199]) != COLOUR
+    assert tuple(img[250, 200]) != COLOUR and tuple(img[100, 500]) != COLOUR
+    region = client.screenshot(region=(190, 90, 20, 20), hide_cursor=True).image
+    assert region.shape == (20, 20, 3)
+    assert (region[10:, 10:] == COLOUR).all() and tuple(region[0, 0]) != COLOUR
+    for encoding in ("zlib", "png", "jpeg"):
+        other = client.screenshot(encoding=encoding, hide_cursor=True, quality=95).image
+        if encoding == "jpeg":
+            assert np.abs(other[110:240, 210:490].astype(int) - COLOUR).max() <= 8
+        else:
+            assert np.array_equal(other, img), encoding
+
+
+def test_cursor_is_drawn_unless_hidden(client: GuestClient, colour_window: XWindow) -> None:
+    client.move(350, 175)
+    with_cursor = client.screenshot()
+    assert with_cursor.cursor == (350, 175)
+    assert not (with_cursor.image[165:185, 340:360] == COLOUR).all(), "no cursor drawn near the pointer"
+    hidden = client.screenshot(hide_cursor=True).image
+    assert (hidden[100:250, 200:500] == COLOUR).all()
+
+
+# ----------------------------------------------------------------------------------------------- input
+
+
+def test_clicks_land_at_the_requested_coordinates(client: GuestClient, xvfb) -> None:
+    win = XWindow(xvfb.display, 0, 0, 1280, 720)
+    try:
+        for (x, y), button, number in [((123, 456), "left", 1), ((1000, 50), "right", 3), ((1279, 719), "middle", 2)]:
+            client.click(x, y, button=button)
+            press, release = win.events(stop_after=2, kinds=(X.ButtonPress, X.ButtonRelease))
+            assert (press.root_x, press.root_y, press.detail) == (x, y, number)
+            assert release.type == X.ButtonRelease and release.detail == number
+        client.click(640, 360, count=2)
+        presses = win.events(stop_after=2, kinds=(X.ButtonPress,))
+        assert [(e.root_x, e.root_y) for e in presses] == [(640, 360), (640, 360)]
+    finally:
+        win.close()
+
+
+def _zenity_entry(display: str, title: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        ["zenity", "--entry", "--title", title, "--text", "type here"],
+        env={**os.environ, "DISPLAY": display, "NO_AT_BRIDGE": "1", "GDK_BACKEND": "x11"},
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+    )
+
+
+def test_unicode_typing_reaches_a_gtk_entry_exactly(client: GuestClient, xvfb) -> None:
+    text = "héllo wörld 你好 😀"
+    proc = _zenity_entry(xvfb.display, "weavegym-unicode-entry")
+    try:
+        window = wait_for(
+            lambda: next((w for w in client.list_windows()[0] if w.title == "weavegym-unicode-entry"), None),
+            20, what="the zenity window")
+        wait_for(lambda: client.activate_window(window.id).focused, 10, what="focus on zenity")
+        client.type_text(text)
+        client.key("Return")
+        out, _ = proc.communicate(timeout=20)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert out.decode("utf-8").rstrip("\n") == text
+
+
+# ------------------------------------------------------------------------------------------------ exec
+
+
+def test_exec_reports_exit_code_and_separate_streams(client: GuestClient) -> None:
+    result = client.exec("echo out; echo err >&2; exit 3")
+    assert (result.exit_code, result.stdout, result.stderr) == (3, "out\n", "err\n")
+    assert not result.timed_out and not result.truncated
+    unicode = client.exec('printf "%s" "$GREETING"', env={"GREETING": "你好 😀 ünï"})
+    assert unicode.stdout == "你好 😀 ünï"
+    assert client.exec(["printf", "%s|", "a b", "c"]).stdout == "a b|c|"
+    assert client.exec("pwd", cwd="/tmp").stdout == "/tmp\n"
+    assert client.exec("cat", stdin="piped ✓").stdout == "piped ✓"
+    assert client.exec("echo $DISPLAY").stdout.strip().startswith(":")
+
+
+def test_command_printing_100mb_is_capped_and_flagged(client: GuestClient) -> None:
+    result = client.exec("head -c 100000000 /dev/zero; echo done >&2", max_output_bytes=1 << 20, timeout=120)
+    assert result.exit_code == 0
+    assert len(result.stdout_raw) == 1 << 20 and result.stdout_truncated
+    assert result.stdout_total == 100_000_000
+    assert result.stderr == "done\n" and not result.stderr_truncated
+
+
+def test_hung_command_is_killed_at_deadline_with_its_process_group(client: GuestClient) -> None:
+    result = client.exec("sleep 1000 & sleep 1000", timeout=2)
+    assert result.timed_out and result.exit_code == -9
+    assert 2.0 <= result.duration_s < 10
+    pgid = result.pid
+    # Zombies are dead already (waiting for init to reap them); anything else in the group is a leak.
+    left = client.exec(f"ps -eo pid=,pgid=,stat= | awk '$2 == {pgid} && $3 !~ /^Z/'")
+    assert left.stdout == "", f"processes of group {pgid} survived: {left.stdout}"
+    assert client.exec("echo alive").stdout == "alive\n"
+
+
+def test_output_streams_before_the_command_ends(client: GuestClient, tmp_path: Path) -> None:
+    """The command blocks until the test has seen its first line: only a streaming agent can finish it."""
+    flag = tmp_path / "flag"
+    request = pb.ExecRequest(
+        shell=f"echo first; while [ ! -e {flag} ]; do sleep 0.02; done; echo second",
+        options=pb.ExecOptions(timeout_s=20),
+    )
+    kinds, output = [], b""
+    for event in client.exec_stream(request):
+        kinds.append(event.WhichOneof("event"))
+        if kinds[-1] == "output":
+            output += event.output.data
+            if output == b"first\n":
+                flag.touch()
+        elif kinds[-1] == "exit":
+            assert not event.exit.timed_out and event.exit.exit_code == 0
+    assert output == b"first\nsecond\n"
+    assert kinds[0] == "started" and kinds[-1] == "exit"
+
+
+def test_background_children_survive_and_are_not_killed_by_sigpipe(client: GuestClient, tmp_path: Path) -> None:
+    flag = tmp_path / "late"
+    result = client.exec(f"(sleep 1; echo late-stderr >&2; echo late-stdout; touch {flag}) & echo started")
+    assert result.stdout == "started\n" and result.exit_code == 0
+    wait_for(flag.exists, 15, what="the background child to finish")
+
+
+def test_run_python_in_a_fresh_interpreter(client: GuestClient) -> None:
+    result = client.python("import sys, os\nprint(sys.version_info[0], os.environ['X'])", env={"X": "42"})
+    assert (result.exit_code, result.stdout) == (0, "3 42\n")
+    failing = client.python("raise SystemExit('bad ✗')")
+    assert failing.exit_code == 1 and "bad ✗" in failing.stderr
+    big = "x = 1\n" * 50_000 + "print(x)\n"  # 300 KB: over the argv limit, so it must go through a file
+    assert client.python(big).stdout == "1\n"
+    looping = client.python("while True: pass", timeout=1.5)
+    assert looping.timed_out
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="switching users needs the agent to run as root")
+def test_exec_as_another_user(client: GuestClient) -> None:
+    result = client.exec("id -un; echo $HOME", user="nobody", cwd="/")
+    assert result.stdout.splitlines()[0] == "nobody"
+
+
+# ----------------------------------------------------------------------------------------------- files
+
+
+def test_50mb_upload_download_round_trip(client: GuestClient, tmp_path: Path) -> None:
+    payload = os.urandom(50 * 1024 * 1024)
+    digest = hashlib.sha256(payload).hexdigest()
+    remote = str(tmp_path / "sub" / "big.bin")
+    resp = client.upload(payload, remote, mode=0o600, make_parents=True)
+    assert (resp.size, resp.sha256) == (len(payload), digest)
+    assert client.exec(["sha256sum", remote]).stdout.split()[0] == digest
+    st = client.stat(remote)
+    assert (st.exists, st.type, st.size, st.mode) == (True, "file", len(payload), 0o600)
+    back = client.download(remote)
+    assert hashlib.sha256(back).hexdigest() == digest
+    entries, truncated = client.list_dir(str(tmp_path / "sub"))
+    assert [e.path for e in entries] == [remote] and not truncated
+
+
+def test_file_errors_are_clear_and_leave_nothing_behind(client: GuestClient, agent: LocalAgent, tmp_path) -> None:
+    with pytest.raises(GuestPathNotFoundError):
+        client.download(str(tmp_path / "missing"))
+    with pytest.raises(GuestPathNotFoundError):
+        client.upload(b"x", str(tmp_path / "no" / "dir" / "f"))
+    with pytest.raises(AgentRequestError, match="absolute"):
+        client.stat("relative/path")
+    assert client.stat(str(tmp_path / "missing")).exists is False
+    # An upload that ends short of its announced size must not leave a file (or a temp file) behind.
+    stub = pb_grpc.GuestAgentStub(grpc.insecure_channel(agent.target))
+    target = tmp_path / "short.bin"
+    chunks = iter([pb.UploadChunk(header=pb.UploadHeader(path=str(target), expected_size=100)),
+                   pb.UploadChunk(data=b"y" * 50)])
+    with pytest.raises(grpc.RpcError) as info:
+        stub.Upload(chunks, metadata=(("authorization", f"Bearer {agent.token}"),), timeout=10)
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert list(tmp_path.iterdir()) == []
+
+
+# ----------------------------------------------------------------------------------- auth, concurrency
+
+
+def test_wrong_or_missing_token_is_refused(agent: LocalAgent, tmp_path: Path) -> None:
+    marker = tmp_path / "must-not-exist"
+    with GuestClient(agent.target, "wrong-token-0123456789") as bad:
+        with pytest.raises(AgentAuthError):
+            bad.health()
+        with pytest.raises(AgentAuthError):
+            bad.exec(f"touch {marker}")
+        with pytest.raises(AgentAuthError):
+            bad.upload(b"x", str(marker))
+        with pytest.raises(AgentAuthError):
+            bad.screenshot()
+    channel = grpc.insecure_channel(agent.target)
+    with pytest.raises(grpc.RpcError) as info:
+        pb_grpc.GuestAgentStub(channel).Health(pb.HealthRequest(), timeout=5)
+    assert info.value.code() == grpc.StatusCode.UNAUTHENTICATED
+    channel.close()
+    assert not marker.exists()
+
+
+def test_eight_concurrent_calls_all_succeed(client: GuestClient) -> None:
+    def work(i: int) -> object:
+        kind = i % 4
+        if kind == 0:
+            return client.exec(f"sleep 0.2; echo {i}").stdout
+        if kind == 1:
+            return client.screenshot().image.shape
+        if kind == 2:
+            return client.python(f"print({i} * 2)").stdout
+        return client.move(10 + i, 20 + i)
+
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(work, range(8)))
+    for i, result in enumerate(results):
+        expected = [f"{i}\n", (720, 1280, 3), f"{i * 2}\n", (10 + i, 20 + i)][i % 4]
+        assert result == expected
+
+
+# ------------------------------------------------------------------------------------------ bad input
+
+
+BAD_REQUESTS = {
+    "unknown key": lambda c: c.key("ctrl+nosuchkey"),
+    "empty combo": lambda c: c.key(""),
+    "negative coordinates": lambda c: c.click(-5, 10),
+    "huge coordinates": lambda c: c.move(10**6, 10**6),
+    "drag off screen": lambda c: c.drag((10, 10), (5000, 10)),
+    "empty text": lambda c: c.type_text(""),
+    "huge text": lambda c: c.type_text("a" * 1_000_000),
+    "control characters": lambda c: c.type_text("bell\x07"),
+    "missing cwd": lambda c: c.exec("true", cwd="/no/such/dir"),
+    "NUL in command": lambda c: c.exec("echo \x00\xff\xfe garbage"),
+    "negative timeout": lambda c: c.exec("true", timeout=-1),
+    "bad env name": lambda c: c.exec("true", env={"A=B": "c"}),
+    "unknown user": lambda c: c.exec("true", user="no-such-user-xyz"),
+    "region off screen": lambda c: c.screenshot(region=(1200, 700, 200, 200)),
+    "bad activate id": lambda c: c.activate_window(0x7FFFFFFF),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_REQUESTS))
+def test_bad_request_gets_clear_error_and_agent_keeps_serving(client: GuestClient, name: str) -> None:
+    with pytest.raises(AgentRequestError) as info:
+        BAD_REQUESTS[name](client)
+    assert str(info.value).strip(), "the error must say what was wrong"
+    assert client.health().display_ok
+    assert client.exec("echo ok").stdout == "ok\n"
+
+
+def test_binary_garbage_as_shell_command_is_just_a_failing_command(client: GuestClient) -> None:
+    garbage = bytes(range(1, 256)).decode("latin-1") * 4
+    result = client.exec(garbage)
+    assert result.exit_code != 0 and not result.timed_out
+    assert client.health().display_ok
+
+
+def test_garbage_bytes_on_the_wire_do_not_hurt_the_agent(agent: LocalAgent, client: GuestClient) -> None:
+    channel = grpc.insecure_channel(agent.target)
+    metadata = (("authorization", f"Bearer {agent.token}"),)
+    for method in ("Exec", "Input", "Screenshot", "Health"):
+        call = channel.unary_unary(f"/weavegym.agent.v1.GuestAgent/{method}")  # raw bytes in and out
+        with pytest.raises(grpc.RpcError):
+            result = call(os.urandom(64) + b"\xff" * 64, metadata=metadata, timeout=5)
+            if method in ("Exec",):
+                list(result)
+            raise grpc.RpcError("no error")  # pragma: no cover - reached only if the agent accepted garbage
+    channel.close()
+    assert client.health().display_ok
+
+
+# ------------------------------------------------------------------------------------------- recovery
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_client_reconnects_after_the_agent_is_killed_and_restarted(xvfb) -> None:
+    config = LocalAgentConfig(display=xvfb.display, port=_free_port(), token="restart-token-0123456789")
+    first = LocalAgent(config).start()
+    client = GuestClient(first.target, config.token)
+    try:
+        assert client.exec("echo one").stdout == "one\n"
+        first.kill()
+        with pytest.raises(AgentUnavailableError):
+            client.exec("echo lost")  # not retried: exec changes the guest
+        second = LocalAgent(config).start()
+        try:
+            assert client.health().display_ok  # idempotent: reconnects transparently
+            assert client.exec("echo two").stdout == "two\n"
+        finally:
+            second.stop()
+    finally:
+        client.close()
+        first.stop()
