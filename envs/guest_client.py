@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 
 import grpc
 import numpy as np
+
 from weavegym.agent.v1 import agent_pb2 as pb
 from weavegym.agent.v1 import agent_pb2_grpc as pb_grpc
 from weavegym.envs.deadline import wait_for

@@ -13,11 +13,12 @@ import time
 import zlib
 from dataclasses import dataclass
 
+from Xlib import X
+from Xlib.ext import xfixes  # noqa: F401  (registers the extension methods)
+
 from weavegym.guest_agent.display import DisplayConnection
 from weavegym.guest_agent.errors import FailedPrecondition, InvalidArgument
 from weavegym.guest_agent.shm import ShmGrabber
-from Xlib import X
-from Xlib.ext import xfixes  # noqa: F401  (registers the extension methods)
 
 ENCODINGS = ("raw", "zlib", "png", "jpeg")
 
@@ -58,7 +59,9 @@ class ScreenCapturer:
         t0 = time.perf_counter()
         with self._conn.session() as d:
             screen = d.screen()
-            sw, sh = screen.width_in_pixels, screen.height_in_pixels
+            # Not screen.width_in_pixels: that is fixed at connect time and goes stale after xrandr.
+            geometry = screen.root.get_geometry()
+            sw, sh = geometry.width, geometry.height
             x, y, w, h = region if region and region[2] > 0 and region[3] > 0 else (0, 0, sw, sh)
             if x < 0 or y < 0 or x + w > sw or y + h > sh:
                 raise InvalidArgument(f"region {x},{y} {w}x{h} is not inside the {sw}x{sh} screen")

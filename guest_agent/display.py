@@ -12,9 +12,10 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from weavegym.guest_agent.errors import DisplayUnavailable
 from Xlib import display as xdisplay
 from Xlib import error as xerror
+
+from weavegym.guest_agent.errors import DisplayUnavailable
 
 
 class DisplayConnection:
@@ -27,7 +28,7 @@ class DisplayConnection:
         """A new, unshared connection, for a thread that runs its own event loop."""
         try:
             return xdisplay.Display(self.name)
-        except (xerror.DisplayError, ConnectionError, OSError) as exc:
+        except (xerror.DisplayError, ConnectionError, OSError, OverflowError, ValueError) as exc:
             raise DisplayUnavailable(f"cannot open X display {self.name!r}: {exc}") from exc
 
     @contextmanager

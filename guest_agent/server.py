@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import grpc
+
 from weavegym.agent.v1 import agent_pb2 as pb
 from weavegym.agent.v1 import agent_pb2_grpc as pb_grpc
 from weavegym.guest_agent import AGENT_VERSION, PROTOCOL, execution, files
@@ -152,7 +153,8 @@ class GuestAgentServicer(pb_grpc.GuestAgentServicer):
             self.capturer.capture(region=(0, 0, 1, 1), draw_cursor=False)  # settles the capture method
             with self.display.session() as d:
                 screen = d.screen()
-                resp.screen_width, resp.screen_height = screen.width_in_pixels, screen.height_in_pixels
+                geometry = screen.root.get_geometry()  # current size, even after an xrandr change
+                resp.screen_width, resp.screen_height = geometry.width, geometry.height
                 resp.screen_depth = screen.root_depth
                 resp.has_xtest = d.has_extension("XTEST")
                 resp.has_xfixes = d.has_extension("XFIXES")

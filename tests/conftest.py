@@ -6,6 +6,7 @@ import shutil
 from collections.abc import Iterator
 
 import pytest
+
 from weavegym.envs.guest_client import GuestClient
 from weavegym.envs.local_agent import LocalAgent, LocalAgentConfig
 from weavegym.envs.xvfb import XvfbDisplay

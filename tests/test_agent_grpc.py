@@ -19,6 +19,9 @@ from pathlib import Path
 import grpc
 import numpy as np
 import pytest
+from Xlib import X
+from Xlib import display as xdisplay
+
 from weavegym.agent.v1 import agent_pb2 as pb
 from weavegym.agent.v1 import agent_pb2_grpc as pb_grpc
 from weavegym.envs.deadline import wait_for
@@ -30,8 +33,6 @@ from weavegym.envs.errors import (
 )
 from weavegym.envs.guest_client import GuestClient
 from weavegym.envs.local_agent import LocalAgent, LocalAgentConfig
-from Xlib import X
-from Xlib import display as xdisplay
 
 COLOUR = (0x33, 0x99, 0xCC)
 
