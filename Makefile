@@ -10,18 +10,33 @@ SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 # independent clipboard client, openbox a real EWMH window manager), QEMU for the KVM probe and VMs,
 # debootstrap and e2fsprogs for image builds.
 APT_PACKAGES := python3-venv xvfb x11-utils xauth xdotool zenity xclip openbox \
-	qemu-system-x86 qemu-utils debootstrap e2fsprogs
+	qemu-system-x86 qemu-utils debootstrap e2fsprogs \
+	libvirt-daemon-system libvirt-daemon-driver-qemu libvirt-clients libvirt-dev pkg-config gcc
 PROTO := protos/weavegym/agent/v1/agent.proto
 GENERATED := agent_pb2.py agent_pb2.pyi agent_pb2_grpc.py
 
-.PHONY: help setup system-deps venv protos check-protos lint test demo bench clean
+CACHE_DIR ?= $(HOME)/.cache/weavegym
+
+.PHONY: help setup system-deps venv services image protos check-protos lint test demo bench clean
 
 help:
 	@echo "make test   - install everything needed, then run the test suite"
 	@echo "make demo   - install everything needed, then run doctor and the agent benchmark"
 	@echo "make protos - regenerate the gRPC stubs from $(PROTO)"
 
-setup: system-deps venv
+setup: system-deps venv services
+
+# There is no systemd on the CI machines: start the libvirt daemons by hand when they are not running.
+services: system-deps
+	@pgrep -x virtlogd >/dev/null || $(SUDO) virtlogd -d
+	@pgrep -x libvirtd >/dev/null || $(SUDO) libvirtd -d
+	@for i in $$(seq 1 100); do virsh -c qemu:///system version >/dev/null 2>&1 && break; sleep 0.1; done; \
+	virsh -c qemu:///system version >/dev/null || { echo "libvirtd did not come up"; exit 1; }
+	@echo ">> libvirtd is running"
+
+# The base test image: built once, then reused from $(CACHE_DIR)/images (keyed by a hash of the recipe).
+image: setup
+	$(SUDO) $(VENV)/bin/weavegym image build --profile base --cache-dir $(CACHE_DIR)
 
 system-deps:
 	@missing=""; for p in $(APT_PACKAGES); do \
@@ -58,12 +73,13 @@ check-protos: venv
 lint: venv
 	$(VENV)/bin/ruff check .
 
-test: setup check-protos lint
-	$(PY) -m pytest -q
+test: setup check-protos lint image
+	WEAVEGYM_CACHE_DIR=$(CACHE_DIR) $(PY) -m pytest -q
 
-demo: setup
-	-$(VENV)/bin/weavegym doctor
+demo: setup image
+	-WEAVEGYM_CACHE_DIR=$(CACHE_DIR) $(VENV)/bin/weavegym doctor
 	$(VENV)/bin/weavegym bench agent --iterations 50
+	WEAVEGYM_CACHE_DIR=$(CACHE_DIR) $(VENV)/bin/weavegym bench vm --resets 5 --libvirt-resets 1
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info

@@ -23,7 +23,8 @@ from rich.table import Table
 from rich.text import Text
 
 from weavegym.envs.deadline import Deadline
-from weavegym.envs.kvm_probe import DEFAULT_CACHE_DIR, choose_accelerator
+from weavegym.envs.kvm_probe import choose_accelerator
+from weavegym.envs.paths import default_cache_dir
 
 BUDGET_S = 30.0
 TOOL_TIMEOUT_S = 5.0
@@ -207,7 +208,7 @@ def check_disk(path: Path) -> Check:
 
 def run_checks(cache_dir: Path | None = None, *, refresh: bool = False) -> list[Check]:
     """All host checks, concurrently, within BUDGET_S. Never raises; order is stable."""
-    cache = cache_dir or DEFAULT_CACHE_DIR
+    cache = cache_dir or default_cache_dir()
     plan: list[tuple[str, bool, Callable[[], Check]]] = [
         ("accelerator", True, lambda: check_accelerator(cache, refresh=refresh)),
         ("qemu-system-x86_64", True, lambda: check_tool("qemu-system-x86_64", ["--version"], "qemu-system-x86")),

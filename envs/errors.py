@@ -51,3 +51,15 @@ class GuestPathNotFoundError(AgentRequestError):
 
 class AgentInternalError(AgentError):
     """The agent failed while serving a valid request (an agent bug or a broken guest)."""
+
+
+class BackendError(WeaveGymError):
+    """The VM backend failed: the VM could not be created, started, snapshotted or reset."""
+
+
+class VMStartError(BackendError):
+    """The VM did not come up (domain creation failed or the agent never answered)."""
+
+
+class SnapshotError(BackendError):
+    """Saving or loading a VM snapshot failed."""

@@ -229,12 +229,17 @@ class GuestClient:
     def wait_ready(self, timeout: float = 60.0) -> pb.HealthResponse:
         """Block until the agent answers Health (reconnecting as needed), or raise AgentTimeoutError."""
 
+        attempt_timeout = [1.0]
+
         def probe() -> pb.HealthResponse | None:
+            # Short first attempts: right after a snapshot load a new connection can stall on TCP
+            # state frozen in the guest, and a fresh connection gets through sooner than a wait.
             try:
-                return self._unary("Health", pb.HealthRequest(), timeout=min(5.0, timeout))
+                return self._unary("Health", pb.HealthRequest(), timeout=min(attempt_timeout[0], timeout))
             except AgentUnavailableError:
                 return None
             except AgentTimeoutError:
+                attempt_timeout[0] = min(attempt_timeout[0] * 2, 5.0)
                 self.reconnect()
                 return None
 

@@ -23,12 +23,13 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from weavegym.envs.paths import default_cache_dir
+
 MARKER = b"WEAVEGYM-PROBE-OK"
 EXIT_PORT = 0xF4
 EXIT_VALUE = 0x2A  # isa-debug-exit makes QEMU exit with (value << 1) | 1
 EXPECTED_STATUS = (EXIT_VALUE << 1) | 1  # 85: no normal QEMU exit uses this status
 CACHE_FILE = "accel.json"
-DEFAULT_CACHE_DIR = Path.home() / ".cache" / "weavegym"
 _KILL_GRACE_S = 5.0
 # 64 chunks of 2^20 two-instruction spins: ~0.4 s under TCG, ~0.03 s under working KVM, ~70 s under
 # the KVM of the CI machines (about 1 us per spin there).
@@ -334,7 +335,7 @@ def choose_accelerator(
     The verdict is cached in ``cache_dir/accel.json``; ``refresh`` re-probes. A verdict where
     nothing works is not cached, so fixing the host is noticed on the next call.
     """
-    path = (cache_dir or DEFAULT_CACHE_DIR) / CACHE_FILE
+    path = (cache_dir or default_cache_dir()) / CACHE_FILE
     key = machine_key(qemu)
     if not refresh and (cached := _read_cache(path, key)) is not None:
         return cached

@@ -10,29 +10,55 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from weavegym.envs.paths import default_cache_dir
+
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Desktop VMs behind the Gymnasium API.")
 bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks (ratios within one run, medians).")
 app.add_typer(bench_app, name="bench")
+image_app = typer.Typer(no_args_is_help=True, help="Guest images: build (cached by recipe hash), list, rm.")
+app.add_typer(image_app, name="image")
 err = Console(stderr=True)
 
-DEFAULT_CACHE = Path.home() / ".cache" / "weavegym"
+DEFAULT_CACHE = default_cache_dir()
 
 
 @app.command()
 def doctor(
     as_json: bool = typer.Option(False, "--json", help="Print the checks as JSON."),
     cache_dir: Path = typer.Option(DEFAULT_CACHE, help="Where images and probe results are cached."),
+    refresh: bool = typer.Option(False, help="Probe KVM again instead of using the cached verdict."),
 ) -> None:
     """Check this host: KVM (really booted), QEMU, libvirt, Xvfb, debootstrap, disk space."""
-    from weavegym.envs.doctor import checks_to_json, render_checks, run_checks
+    from weavegym.envs.doctor import all_required_ok, checks_to_json, render_checks, run_checks
 
-    checks = run_checks(cache_dir)
+    checks = run_checks(cache_dir, refresh=refresh)
     if as_json:
         print(checks_to_json(checks))
     else:
         render_checks(checks, Console())
-    if any(c.required and not c.ok for c in checks):
+    if not all_required_ok(checks):
         raise typer.Exit(1)
+
+
+@app.command()
+def gc(
+    cache_dir: Path = typer.Option(DEFAULT_CACHE, help="The cache whose run records to inspect."),
+    uri: list[str] = typer.Option([], help="libvirt URIs to scan (default: the local one)."),
+    dry_run: bool = typer.Option(False, help="Only report what would be removed."),
+) -> None:
+    """Remove VMs, overlays and locks left behind by weavegym processes that died."""
+    import os
+
+    from weavegym.envs.gc import collect
+
+    uris = uri or ["qemu:///system" if os.geteuid() == 0 else "qemu:///session"]
+    report = collect(cache_dir, uris, dry_run=dry_run)
+    verb = "would remove" if dry_run else "removed"
+    err.print(f"{verb}: {len(report.domains_destroyed)} domains, {len(report.run_dirs_removed)} run dirs "
+              f"(overlays), {len(report.locks_removed)} stale locks; {len(report.live)} live VMs left alone")
+    for line in report.errors:
+        err.print(f"[yellow]{line}[/yellow]")
+    print(json.dumps(report.__dict__, indent=2))
 
 
 @bench_app.command("agent")
@@ -53,6 +79,92 @@ def bench_agent(
 
         result = run_agent_bench(AgentBenchConfig(iterations=iterations, width=width, height=height), progress)
     print(json.dumps(result, indent=2))
+
+
+@bench_app.command("vm")
+def bench_vm(
+    resets: int = typer.Option(10, min=3, help="Fast-path resets to time."),
+    libvirt_resets: int = typer.Option(3, min=1, help="libvirt revertToSnapshot resets to time (~10 s each)."),
+    memory_mib: int = typer.Option(2048, min=512),
+    accel: str = typer.Option("auto", help="auto (probe KVM), kvm or tcg."),
+) -> None:
+    """Cold boot, snapshot save, and reset p50/p95 both ways (in-process loadvm vs libvirt revert); JSON."""
+    from weavegym.envs.backends.libvirt_vm import LibvirtConfig
+    from weavegym.envs.bench_vm import VMBenchConfig, run_vm_bench
+
+    config = VMBenchConfig(resets=resets, libvirt_resets=libvirt_resets,
+                           vm=LibvirtConfig(memory_mib=memory_mib, accel=accel))
+    with err.status("starting") as status:
+        result = run_vm_bench(config, progress=lambda msg: status.update(msg))
+    print(json.dumps(result, indent=2))
+
+
+@image_app.command("build")
+def image_build(
+    profile: str = typer.Option("base", help="base (small, for tests) or full (the apps tasks declare)."),
+    distro: str = typer.Option("debian-12", help="debian-12, or ubuntu-24.04 (needs the Ubuntu archive)."),
+    cache_dir: Path = typer.Option(DEFAULT_CACHE, help="Cache root; images go to CACHE/images/."),
+    force: bool = typer.Option(False, help="Rebuild even if a cached image matches the recipe."),
+) -> None:
+    """Build the guest image for a profile, or reuse the cached one (keyed by a hash of the recipe)."""
+    from weavegym.envs.errors import HostSetupError
+    from weavegym.vm_images.builder import STEPS, build_image
+    from weavegym.vm_images.recipe import ImageRecipe
+
+    try:
+        recipe = ImageRecipe(profile=profile, distro=distro)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    columns = (TextColumn("{task.description:<12}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+               TextColumn("{task.fields[detail]}", style="dim"))
+    with Progress(*columns, console=err) as bar:
+        task = bar.add_task("image", total=len(STEPS), detail="")
+        seen: list[str] = []
+
+        def progress(step: str, detail: str) -> None:
+            if step not in seen:
+                seen.append(step)
+                bar.update(task, completed=STEPS.index(step) + (1 if step == "finish" else 0),
+                           description=step)
+            bar.update(task, detail=detail[:60])
+
+        try:
+            image = build_image(recipe, cache_dir, progress, force=force)
+        except HostSetupError as exc:
+            err.print(f"[red]image build failed:[/red] {exc}")
+            raise typer.Exit(1) from None
+    m = image.manifest
+    err.print(f"image {image.name}: {m['disk_bytes'] / 2**20:.0f} MiB qcow2, kernel {m['kernel_version']}, "
+              f"built in {m['build_seconds']} s")
+    print(image.path)
+
+
+@image_app.command("list")
+def image_list(cache_dir: Path = typer.Option(DEFAULT_CACHE)) -> None:
+    """Cached images with their size and age."""
+    from rich.table import Table
+
+    from weavegym.vm_images.builder import list_images
+
+    table = Table("name", "profile", "distro", "qcow2 MiB", "build s", "path")
+    for image in list_images(cache_dir):
+        m = image.manifest
+        table.add_row(image.name, m["profile"], m["distro"], f"{m['disk_bytes'] / 2**20:.0f}",
+                      str(m["build_seconds"]), str(image.path))
+    Console().print(table)
+
+
+@image_app.command("rm")
+def image_rm(name: str, cache_dir: Path = typer.Option(DEFAULT_CACHE)) -> None:
+    """Remove a cached image by name (see `weavegym image list`)."""
+    from weavegym.envs.errors import HostSetupError
+    from weavegym.vm_images.builder import remove_image
+
+    try:
+        err.print(f"removed {remove_image(name, cache_dir)}")
+    except HostSetupError as exc:
+        err.print(f"[red]{exc}[/red]")
+        raise typer.Exit(1) from None
 
 
 def main() -> None:

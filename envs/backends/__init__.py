@@ -1,0 +1,1 @@
+"""Backends own a machine's lifecycle: boot, snapshot reset, VNC, teardown. The env talks to the agent."""

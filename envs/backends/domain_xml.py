@@ -1,0 +1,107 @@
+"""The libvirt domain definition of a weavegym VM, as a pure function of its spec.
+
+Choices, each from a fact measured on our machines (DESIGN.md):
+- direct kernel boot, no bootloader;
+- std VGA (the generic Debian kernel's bochs DRM driver gives Xorg a screen);
+- a USB tablet, so host-side absolute pointer input works;
+- QEMU user-mode networking through ``<qemu:commandline>`` with ``restrict=on``
+  (guest offline) and one host-forward for the agent, bound to 127.0.0.1,
+  because this libvirt rejects ``<backend type='passt'/>`` and there is no bridge;
+- the agent token in SMBIOS OEM strings, readable by root only in the guest;
+- VNC on a fixed port and 127.0.0.1 only, with a password;
+- QEMU as root (DAC label 0:0) under qemu:///system, so it can read images in root's cache.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from xml.sax.saxutils import quoteattr
+
+QEMU_NS = "http://libvirt.org/schemas/domain/qemu/1.0"
+WEAVEGYM_NS = "https://weavegym.dev/xmlns/vm/1"
+
+
+@dataclass(frozen=True)
+class DomainSpec:
+    name: str
+    domain_type: str  # "kvm" or "qemu" (TCG)
+    memory_mib: int
+    vcpus: int
+    kernel: str
+    initrd: str
+    disk: str
+    console_log: str
+    vnc_port: int
+    vnc_password: str
+    agent_host_port: int
+    agent_guest_port: int
+    token: str
+    screen: tuple[int, int]
+    owner_pid: int
+    run_as_root: bool
+    emulator: str = "/usr/bin/qemu-system-x86_64"
+
+
+KERNEL_CMDLINE = "root=/dev/vda rw console=ttyS0 quiet loglevel=3 net.ifnames=0 systemd.show_status=0"
+
+
+def domain_xml(spec: DomainSpec) -> str:
+    q = quoteattr
+    width, height = spec.screen
+    seclabel = ("<seclabel type='static' model='dac' relabel='no'><label>+0:+0</label></seclabel>"
+                if spec.run_as_root else "")
+    netdev = (f"user,id=wgnet,restrict=on,"
+              f"hostfwd=tcp:127.0.0.1:{spec.agent_host_port}-:{spec.agent_guest_port}")
+    return f"""<domain type={q(spec.domain_type)} xmlns:qemu={q(QEMU_NS)}>
+  <name>{spec.name}</name>
+  <metadata>
+    <weavegym:vm xmlns:weavegym={q(WEAVEGYM_NS)}>
+      <weavegym:owner pid={q(str(spec.owner_pid))}/>
+      <weavegym:overlay path={q(spec.disk)}/>
+    </weavegym:vm>
+  </metadata>
+  <memory unit='MiB'>{spec.memory_mib}</memory>
+  <vcpu>{spec.vcpus}</vcpu>
+  <sysinfo type='smbios'>
+    <oemStrings>
+      <entry>weavegym-token={spec.token}</entry>
+      <entry>weavegym-screen={width}x{height}</entry>
+    </oemStrings>
+  </sysinfo>
+  <os>
+    <type arch='x86_64' machine='pc'>hvm</type>
+    <kernel>{spec.kernel}</kernel>
+    <initrd>{spec.initrd}</initrd>
+    <cmdline>{KERNEL_CMDLINE}</cmdline>
+    <smbios mode='sysinfo'/>
+  </os>
+  <features><acpi/></features>
+  <clock offset='utc'/>
+  <on_poweroff>destroy</on_poweroff>
+  <on_reboot>restart</on_reboot>
+  <on_crash>destroy</on_crash>
+  <devices>
+    <emulator>{spec.emulator}</emulator>
+    <disk type='file' device='disk'>
+      <driver name='qemu' type='qcow2' cache='unsafe' discard='unmap'/>
+      <source file={q(spec.disk)}/>
+      <target dev='vda' bus='virtio'/>
+    </disk>
+    <serial type='file'><source path={q(spec.console_log)}/><target port='0'/></serial>
+    <input type='tablet' bus='usb'/>
+    <input type='keyboard' bus='ps2'/>
+    <graphics type='vnc' port='{spec.vnc_port}' autoport='no' passwd={q(spec.vnc_password)}>
+      <listen type='address' address='127.0.0.1'/>
+    </graphics>
+    <video><model type='vga' vram='16384' heads='1' primary='yes'/></video>
+    <memballoon model='none'/>
+  </devices>
+  {seclabel}
+  <qemu:commandline>
+    <qemu:arg value='-netdev'/>
+    <qemu:arg value={q(netdev)}/>
+    <qemu:arg value='-device'/>
+    <qemu:arg value='virtio-net-pci,netdev=wgnet,bus=pci.0,addr=0x9'/>
+  </qemu:commandline>
+</domain>
+"""

@@ -1,0 +1,313 @@
+"""One weavegym VM under libvirt: overlay, domain, agent, `ready` snapshot, fast reset, recovery, teardown.
+
+Lifecycle: ``start()`` cold-boots the VM on a private qcow2 overlay of the
+shared base image, waits for the agent and the desktop, then saves the
+``ready`` snapshot inside the overlay. ``reset()`` loads a snapshot in the
+running QEMU (about a second) and resyncs the guest clock, which a memory
+snapshot freezes. If QEMU died, ``reset()`` starts a new QEMU paused, loads
+``ready`` into it and resumes, so even a crash costs no cold boot.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import os
+import secrets
+import shutil
+import subprocess
+import time
+import weakref
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import libvirt
+
+from weavegym.envs.backends import resources
+from weavegym.envs.backends.domain_xml import DomainSpec, domain_xml
+from weavegym.envs.backends.snapshots import InternalSnapshots
+from weavegym.envs.deadline import wait_for
+from weavegym.envs.errors import AgentError, BackendError, HostSetupError, VMStartError
+from weavegym.envs.guest_client import ClientConfig, GuestClient
+from weavegym.envs.paths import default_cache_dir
+from weavegym.vm_images.builder import BuiltImage, require_image
+from weavegym.vm_images.recipe import ImageRecipe
+
+READY_SNAPSHOT = "ready"
+libvirt.registerErrorHandler(lambda _ctx, _err: None, None)  # errors arrive as exceptions; no stderr noise
+
+
+@dataclass(frozen=True)
+class LibvirtConfig:
+    uri: str = ""  # "" : qemu:///system as root, qemu:///session otherwise; any remote URI works
+    profile: str = "base"
+    distro: str = "debian-12"
+    memory_mib: int = 2048
+    vcpus: int = 2
+    screen: tuple[int, int] = (1280, 720)
+    accel: str = "auto"  # auto (probe KVM, fall back to TCG) | kvm | tcg
+    boot_timeout_s: float = 300.0
+    reset_timeout_s: float = 60.0
+    cache_dir: Path = field(default_factory=default_cache_dir)
+    image_dir: Path | None = None  # a specific built image instead of the one matching the recipe
+
+    def resolved_uri(self) -> str:
+        return self.uri or ("qemu:///system" if os.geteuid() == 0 else "qemu:///session")
+
+
+@dataclass(frozen=True)
+class VncAddress:
+    host: str
+    port: int
+    password: str
+
+    def __str__(self) -> str:
+        return f"vnc://{self.host}:{self.port} (password {self.password})"
+
+
+def connect(uri: str) -> libvirt.virConnect:
+    """Open libvirt, turning "daemon not running" into a message that says how to start it."""
+    try:
+        return libvirt.open(uri)
+    except libvirt.libvirtError as exc:
+        hint = ("start it with `virtlogd -d && libvirtd -d` (no systemd) or `systemctl start libvirtd`"
+                if "libvirt-sock" in str(exc) or "No such file" in str(exc) else "check `virsh -c URI version`")
+        raise HostSetupError(f"cannot connect to libvirt at {uri}: {exc}; {hint}") from None
+
+
+def _domain_type(config: LibvirtConfig) -> str:
+    if config.accel == "tcg":
+        return "qemu"
+    if config.accel == "kvm":
+        return "kvm"
+    from weavegym.envs.kvm_probe import choose_accelerator
+
+    return "kvm" if choose_accelerator(config.cache_dir).accel == "kvm" else "qemu"
+
+
+class LibvirtVM:
+    def __init__(self, config: LibvirtConfig | None = None) -> None:
+        self.config = config or LibvirtConfig()
+        self.name = resources.new_vm_name()
+        self.token = secrets.token_hex(24)
+        self.vnc_password = secrets.token_urlsafe(6)[:8]  # VNC passwords are at most 8 characters
+        self.client: GuestClient | None = None
+        self.image: BuiltImage | None = None
+        self.timings: dict[str, float] = {}
+        self._conn: libvirt.virConnect | None = None
+        self._domain: libvirt.virDomain | None = None
+        self._snapshots: InternalSnapshots | None = None
+        self._locks: list[resources.HeldLock] = []
+        self._spec: DomainSpec | None = None
+        self._run_dir = self.config.cache_dir / "run" / self.name
+        self._closed = False
+        self._finalizer = weakref.finalize(self, LibvirtVM._teardown, self.name, self.config.resolved_uri(),
+                                           self._run_dir, self._locks)
+        atexit.register(self._finalizer)
+
+    # -- public ----------------------------------------------------------------------------------
+    @property
+    def vnc(self) -> VncAddress:
+        assert self._spec is not None, "start() first"
+        return VncAddress("127.0.0.1", self._spec.vnc_port, self.vnc_password)
+
+    @property
+    def agent_target(self) -> str:
+        assert self._spec is not None, "start() first"
+        return f"127.0.0.1:{self._spec.agent_host_port}"
+
+    @property
+    def domain(self) -> libvirt.virDomain:
+        if self._domain is None:
+            raise BackendError(f"VM {self.name} is not running")
+        return self._domain
+
+    @property
+    def snapshots(self) -> InternalSnapshots:
+        if self._snapshots is None:
+            raise BackendError(f"VM {self.name} is not running")
+        return self._snapshots
+
+    def start(self) -> LibvirtVM:
+        """Cold boot, wait for the desktop, save `ready`. Cleans up everything if any step fails."""
+        t0 = time.monotonic()
+        try:
+            self.image = self._image()
+            self._conn = connect(self.config.resolved_uri())
+            self._check_disk_space()
+            self._allocate()
+            self._create_overlay()
+            self._boot()
+            self.timings["cold_boot_s"] = time.monotonic() - t0
+            self.timings["snapshot_save_s"] = self.snapshots.save(READY_SNAPSHOT)
+            self.client.reconnect()
+            self.client.wait_ready(self.config.reset_timeout_s)
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def _image(self) -> BuiltImage:
+        if self.config.image_dir is None:
+            return require_image(ImageRecipe(self.config.profile, self.config.distro), self.config.cache_dir)
+        manifest = Path(self.config.image_dir) / "manifest.json"
+        if not manifest.is_file():
+            raise HostSetupError(f"{self.config.image_dir} is not a built weavegym image (no manifest.json)")
+        return BuiltImage(Path(self.config.image_dir).name, Path(self.config.image_dir),
+                          json.loads(manifest.read_text()))
+
+    def is_running(self) -> bool:
+        if self._domain is None:
+            return False
+        try:
+            state, _ = self._domain.state()
+        except libvirt.libvirtError:
+            return False
+        return state in (libvirt.VIR_DOMAIN_RUNNING, libvirt.VIR_DOMAIN_PAUSED)
+
+    def reset(self, snapshot: str = READY_SNAPSHOT) -> float:
+        """Bring the VM back to ``snapshot``; recovers a dead QEMU. Returns the seconds it took."""
+        start = time.monotonic()
+        if not self.is_running():
+            self._recover(snapshot)
+        else:
+            self.snapshots.load(snapshot)
+        assert self.client is not None
+        self.client.reconnect()  # connections from before the snapshot are frozen in the past
+        self.client.wait_ready(self.config.reset_timeout_s)
+        self.resync_clock()
+        return time.monotonic() - start
+
+    def save_snapshot(self, name: str) -> float:
+        return self.snapshots.save(name)
+
+    def resync_clock(self) -> None:
+        """A memory snapshot restores the guest clock of its moment; set it to now."""
+        assert self.client is not None
+        result = self.client.exec(["date", "-u", "-s", f"@{time.time():.3f}"], timeout=10)
+        if not result.ok:
+            raise BackendError(f"could not set the guest clock: {result.stderr.strip()}")
+
+    def close(self) -> None:
+        """Idempotent: destroy the domain, delete the overlay and run dir, release ports and locks."""
+        if self._closed:
+            return
+        self._closed = True
+        if self.client is not None:
+            self.client.close()
+        self._domain = None
+        self._finalizer()
+        atexit.unregister(self._finalizer)
+        if self._conn is not None:
+            with contextlib.suppress(libvirt.libvirtError):
+                self._conn.close()
+            self._conn = None
+
+    def __enter__(self) -> LibvirtVM:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- steps -----------------------------------------------------------------------------------
+    def _check_disk_space(self) -> None:
+        self.config.cache_dir.mkdir(parents=True, exist_ok=True)
+        free = shutil.disk_usage(self.config.cache_dir).free
+        need = (self.config.memory_mib << 20) * 2 + (1 << 30)  # saved RAM states + disk delta
+        if free < need:
+            raise HostSetupError(f"only {free / 2**30:.1f} GiB free in {self.config.cache_dir}; a VM with "
+                                 f"{self.config.memory_mib} MiB RAM needs about {need / 2**30:.1f} GiB for its "
+                                 f"overlay and snapshots. Free space, or pass another cache_dir")
+
+    def _allocate(self) -> None:
+        lock_dir = self.config.cache_dir / "locks"
+        vnc_port, vnc_lock = resources.allocate_port(lock_dir, resources.VNC_PORTS, "vnc")
+        self._locks.append(vnc_lock)
+        agent_port, agent_lock = resources.allocate_port(lock_dir, resources.AGENT_PORTS, "agent")
+        self._locks.append(agent_lock)
+        self._run_dir.mkdir(parents=True, exist_ok=True)
+        assert self.image is not None
+        self._spec = DomainSpec(
+            name=self.name, domain_type=_domain_type(self.config), memory_mib=self.config.memory_mib,
+            vcpus=self.config.vcpus, kernel=str(self.image.kernel), initrd=str(self.image.initrd),
+            disk=str(self._run_dir / "overlay.qcow2"), console_log=str(self._run_dir / "console.log"),
+            vnc_port=vnc_port, vnc_password=self.vnc_password, agent_host_port=agent_port,
+            agent_guest_port=int(self.image.manifest.get("agent_port", 7600)), token=self.token,
+            screen=self.config.screen, owner_pid=os.getpid(), run_as_root=os.geteuid() == 0,
+        )
+        record = resources.VMRecord(
+            name=self.name, uri=self.config.resolved_uri(), owner_pid=os.getpid(), overlay=self._spec.disk,
+            run_dir=str(self._run_dir), vnc_port=vnc_port, agent_port=agent_port)
+        self._locks.append(resources.write_record(self.config.cache_dir / "run", record))
+
+    def _create_overlay(self) -> None:
+        assert self._spec is not None and self.image is not None
+        result = subprocess.run(
+            ["qemu-img", "create", "-q", "-f", "qcow2", "-F", "qcow2", "-b", str(self.image.disk), self._spec.disk],
+            capture_output=True, text=True)
+        if result.returncode != 0:
+            raise BackendError(f"qemu-img could not create the overlay {self._spec.disk}: {result.stderr.strip()}")
+
+    def _define(self, paused: bool) -> None:
+        assert self._conn is not None and self._spec is not None
+        flags = libvirt.VIR_DOMAIN_START_PAUSED if paused else 0
+        try:
+            self._domain = self._conn.createXML(domain_xml(self._spec), flags)
+        except libvirt.libvirtError as exc:
+            raise VMStartError(f"libvirt could not start {self.name}: {exc}") from None
+        if self._snapshots is None:
+            self._snapshots = InternalSnapshots(self._domain)
+        else:
+            self._snapshots.rebind(self._domain)
+
+    def _boot(self) -> None:
+        self._define(paused=False)
+        self.client = GuestClient(self.agent_target, self.token, ClientConfig())
+        try:
+            self.client.wait_ready(self.config.boot_timeout_s)
+            wait_for(self._desktop_ready, self.config.boot_timeout_s / 2, what="the guest desktop")
+        except (AgentError, TimeoutError) as exc:
+            raise VMStartError(f"{self.name} booted but its desktop did not come up: {exc}; "
+                               f"console log tail:\n{self.console_tail()}") from None
+
+    def _desktop_ready(self) -> bool:
+        """X answers at the configured size and a window manager has taken over."""
+        assert self.client is not None
+        info = self.client.info(timeout=10)
+        if (info.screen_width, info.screen_height) != self.config.screen:
+            return False
+        return bool(self.client.list_windows(timeout=10)[1])
+
+    def _recover(self, snapshot: str) -> None:
+        """QEMU is gone: start a fresh one paused, load the snapshot from the overlay, resume."""
+        if self._snapshots is None or self._spec is None:
+            raise BackendError(f"VM {self.name} was never started")
+        self._define(paused=True)
+        try:
+            self.snapshots.load(snapshot)
+        except BackendError:
+            self.domain.destroy()
+            raise
+        self.domain.resume()
+
+    def console_tail(self, limit: int = 3000) -> str:
+        path = self._run_dir / "console.log"
+        with contextlib.suppress(OSError):
+            return path.read_text(errors="replace")[-limit:]
+        return ""
+
+    @staticmethod
+    def _teardown(name: str, uri: str, run_dir: Path, locks: list[resources.HeldLock]) -> None:
+        """Runs from close(), at interpreter exit, or when the VM object is collected."""
+        with contextlib.suppress(libvirt.libvirtError):
+            conn = libvirt.open(uri)
+            try:
+                with contextlib.suppress(libvirt.libvirtError):
+                    conn.lookupByName(name).destroy()
+            finally:
+                conn.close()
+        shutil.rmtree(run_dir, ignore_errors=True)
+        for lock in locks:
+            lock.release()
+        locks.clear()

@@ -1,0 +1,209 @@
+"""The libvirt backend with real VMs (TCG here), the real guest agent inside them, and a real VNC client.
+
+Needs the `base` image in the cache: `make test` builds it (or reuses it) before pytest runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from weavegym.envs.backends.libvirt_vm import LibvirtConfig, LibvirtVM, connect
+from weavegym.envs.deadline import wait_for
+from weavegym.envs.errors import HostSetupError
+from weavegym.envs.gc import collect
+
+URI = "qemu:///system" if os.geteuid() == 0 else "qemu:///session"
+CACHE = LibvirtConfig().cache_dir
+
+
+@pytest.fixture(scope="module")
+def vm():
+    with LibvirtVM(LibvirtConfig(accel="tcg")) as machine:
+        yield machine
+
+
+def _window_titles(vm: LibvirtVM) -> list[str]:
+    assert vm.client is not None
+    return [w.title for w in vm.client.list_windows()[0]]
+
+
+def _domain_names() -> set[str]:
+    conn = connect(URI)
+    try:
+        return {d.name() for d in conn.listAllDomains()}
+    finally:
+        conn.close()
+
+
+def test_vm_desktop_and_agent(vm: LibvirtVM) -> None:
+    assert vm.client is not None
+    info = vm.client.info()
+    assert (info.screen_width, info.screen_height) == (1280, 720)
+    assert info.os_release.startswith("Debian GNU/Linux 12")
+    assert info.agent_user == "root"
+    assert vm.client.list_windows()[1] == "Openbox"
+    who = vm.client.exec("id -un; echo $DISPLAY", user="user")
+    assert who.stdout.split() == ["user", ":0"]
+    # The guest network is offline: user-mode networking with restrict=on.
+    offline = vm.client.exec("timeout 5 bash -c 'exec 3<>/dev/tcp/10.0.2.2/80' 2>&1; echo rc=$?", timeout=15)
+    assert "rc=0" not in offline.stdout
+    # The token is readable by root only.
+    token = vm.client.exec("cat /sys/firmware/dmi/entries/11-0/raw", user="user")
+    assert token.exit_code != 0 and vm.token not in token.stdout
+
+
+def test_reset_removes_files_and_windows(vm: LibvirtVM) -> None:
+    assert vm.client is not None
+    vm.client.exec("echo before > /home/user/before-reset.txt", user="user")
+    # -e: no interactive bash inside, whose prompt would retitle the window.
+    vm.client.exec("xterm -T weavegym-before-reset -e sleep 600 >/dev/null 2>&1 &", user="user")
+    wait_for(lambda: "weavegym-before-reset" in _window_titles(vm), 60, what="the xterm window")
+    assert vm.client.stat("/home/user/before-reset.txt").exists
+
+    seconds = vm.reset()
+
+    assert not vm.client.stat("/home/user/before-reset.txt").exists
+    assert "weavegym-before-reset" not in _window_titles(vm)
+    assert seconds < vm.config.reset_timeout_s
+    # The clock was resynced: the guest agrees with the host within a few seconds.
+    import time
+
+    guest_now = float(vm.client.exec("date +%s.%N").stdout)
+    assert abs(guest_now - time.time()) < 5
+
+
+def test_agent_screenshot_matches_a_real_vnc_client(vm: LibvirtVM, tmp_path: Path) -> None:
+    from vncdotool import api
+
+    assert vm.client is not None
+    vm.client.exec("xterm -T weavegym-vnc -geometry 60x15+100+100 -e 'echo vnc check; sleep 600' &", user="user")
+    wait_for(lambda: "weavegym-vnc" in _window_titles(vm), 60, what="the xterm window")
+    vm.client.move(1270, 710)
+    agent_frame = vm.client.screenshot(hide_cursor=True).image
+    png = tmp_path / "vnc.png"
+    vnc = api.connect(f"127.0.0.1::{vm.vnc.port}", password=vm.vnc.password, timeout=30)
+    try:
+        vnc.captureScreen(str(png))
+    finally:
+        vnc.disconnect()
+    vnc_frame = np.asarray(Image.open(png).convert("RGB"))
+    assert vnc_frame.shape == agent_frame.shape == (720, 1280, 3)
+    diff = np.abs(vnc_frame.astype(int) - agent_frame.astype(int)).max(axis=2)
+    # Only the pointer (bottom-right corner) may differ.
+    assert (diff > 24).mean() < 0.002, f"{(diff > 24).sum()} pixels differ"
+    assert agent_frame.std() > 5, "the frame is blank; the comparison would prove nothing"
+
+
+def test_vnc_port_is_stable_across_resets(vm: LibvirtVM) -> None:
+    before = vm.vnc.port
+    vm.reset()
+    assert f"<graphics type='vnc' port='{before}'" in vm.domain.XMLDesc()
+
+
+def test_reset_recovers_after_qemu_is_killed(vm: LibvirtVM) -> None:
+    assert vm.client is not None
+    vm.client.exec("echo doomed > /home/user/crash.txt", user="user")
+    pid = int(Path(f"/run/libvirt/qemu/{vm.name}.pid").read_text())
+    os.kill(pid, signal.SIGKILL)
+    wait_for(lambda: not vm.is_running(), 30, what="libvirt to notice QEMU died")
+
+    vm.reset()
+
+    assert vm.is_running()
+    assert vm.client.exec("echo alive").stdout == "alive\n"
+    assert not vm.client.stat("/home/user/crash.txt").exists
+    assert f"port='{vm.vnc.port}'" in vm.domain.XMLDesc()
+
+
+def test_two_envs_run_side_by_side_without_collisions(vm: LibvirtVM) -> None:
+    assert vm.client is not None
+    with LibvirtVM(LibvirtConfig(accel="tcg")) as other:
+        assert other.client is not None
+        assert other.name != vm.name
+        assert other.vnc.port != vm.vnc.port and other.agent_target != vm.agent_target
+        assert other.token != vm.token
+        vm.client.exec("echo first > /tmp/which", timeout=10)
+        other.client.exec("echo second > /tmp/which", timeout=10)
+        assert vm.client.exec("cat /tmp/which").stdout == "first\n"
+        assert other.client.exec("cat /tmp/which").stdout == "second\n"
+        other.reset()
+        assert vm.client.exec("cat /tmp/which").stdout == "first\n"
+        run_dir = Path(other.config.cache_dir) / "run" / other.name
+        assert run_dir.is_dir()
+    assert not run_dir.exists()
+    assert other.name not in _domain_names()
+
+
+def test_gc_cleans_up_after_a_process_killed_mid_episode(vm: LibvirtVM) -> None:
+    script = textwrap.dedent("""
+        import json, sys, time
+        from weavegym.envs.backends.libvirt_vm import LibvirtConfig, LibvirtVM
+        vm = LibvirtVM(LibvirtConfig(accel="tcg")).start()
+        vm.client.exec("echo mid-episode > /tmp/state")
+        print(json.dumps({"name": vm.name, "run_dir": str(vm.config.cache_dir / "run" / vm.name)}), flush=True)
+        time.sleep(3600)
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline() if proc.stdout else ""
+        assert line, "the child did not start its VM"
+        child = json.loads(line)
+    finally:
+        proc.kill()  # SIGKILL: no atexit, no finalizers
+        proc.wait()
+    assert child["name"] in _domain_names() and Path(child["run_dir"]).is_dir()
+
+    report = collect(CACHE, [URI])
+
+    assert child["name"] in report.domains_destroyed
+    assert child["name"] not in _domain_names()
+    assert not Path(child["run_dir"]).exists()
+    assert vm.name in report.live and vm.name in _domain_names(), "gc must not touch a live env"
+    again = collect(CACHE, [URI])
+    assert again.domains_destroyed == [] and again.run_dirs_removed == []
+
+
+# ------------------------------------------------------------------------------------------ bad input
+
+
+def _nothing_left(cache: Path) -> None:
+    run = cache / "run"
+    assert not run.exists() or not any(run.iterdir()), f"left behind: {list(run.iterdir())}"
+    locks = cache / "locks"
+    assert not locks.exists() or not any(locks.iterdir())
+
+
+def test_missing_image_says_how_to_build_it(tmp_path: Path) -> None:
+    with pytest.raises(HostSetupError, match="weavegym image build --profile base"):
+        LibvirtVM(LibvirtConfig(accel="tcg", cache_dir=tmp_path)).start()
+    _nothing_left(tmp_path)
+
+
+def test_libvirt_not_running_says_how_to_start_it() -> None:
+    config = LibvirtConfig(accel="tcg", uri="qemu+unix:///system?socket=/nonexistent/libvirt-sock")
+    with pytest.raises(HostSetupError, match="libvirtd -d"):
+        LibvirtVM(config).start()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small tmpfs needs root")
+def test_full_disk_is_reported_and_nothing_is_left(tmp_path: Path) -> None:
+    cache = tmp_path / "small"
+    cache.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(cache)], check=True)
+    try:
+        (cache / "images").symlink_to(CACHE / "images")
+        with pytest.raises(HostSetupError, match="GiB free"):
+            LibvirtVM(LibvirtConfig(accel="tcg", cache_dir=cache)).start()
+        _nothing_left(cache)
+    finally:
+        subprocess.run(["umount", str(cache)], check=True)

@@ -1,0 +1,115 @@
+"""Image recipes: what goes into a guest image, and the cache key that names the result.
+
+The key hashes the recipe *and* every file that ends up in the guest (the
+provisioning script, the systemd units, the guest agent's source and the
+protocol stubs), so changing any of them produces a new image instead of
+silently reusing a stale one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+GUEST_FILES = Path(__file__).resolve().parent / "guest_files"
+
+
+@dataclass(frozen=True)
+class Distro:
+    name: str
+    suite: str
+    mirror: str
+    components: tuple[str, ...]
+    kernel_package: str
+    python_version: str  # of the distro's python3, for picking agent wheels
+    keyring: str = ""    # debootstrap --keyring; empty: the host default
+
+
+DISTROS: dict[str, Distro] = {
+    "debian-12": Distro(
+        name="debian-12", suite="bookworm", mirror="http://deb.debian.org/debian", components=("main",),
+        # The cloud kernel has no DRM/bochs driver ("no screens found"); the generic one does.
+        kernel_package="linux-image-amd64", python_version="3.11",
+    ),
+    # Same recipe, another mirror and suite. It needs the Ubuntu archive, which this project's CI
+    # machines cannot reach; users with internet access can build it.
+    "ubuntu-24.04": Distro(
+        name="ubuntu-24.04", suite="noble", mirror="http://archive.ubuntu.com/ubuntu",
+        components=("main", "universe"), kernel_package="linux-image-generic", python_version="3.12",
+        keyring="/usr/share/keyrings/ubuntu-archive-keyring.gpg",
+    ),
+}
+
+BASE_PACKAGES: tuple[str, ...] = (
+    "systemd-sysv", "udev", "dbus", "initramfs-tools", "procps", "iproute2", "sudo", "openssh-server",
+    "python3", "python3-venv",
+    "xserver-xorg-core", "xserver-xorg-input-libinput", "x11-xserver-utils", "x11-utils", "xinit",
+    "openbox", "xterm", "xfonts-base", "zenity", "xdotool", "fonts-dejavu-core",
+)
+
+# Apps that tasks declare; the task-suite issue extends this list and records its build time and size.
+FULL_EXTRA_PACKAGES: tuple[str, ...] = (
+    "xfce4", "xfce4-terminal", "mousepad", "thunar", "fonts-noto-cjk",
+)
+
+PROFILES: dict[str, dict[str, object]] = {
+    "base": {"packages": BASE_PACKAGES, "session": "openbox-session", "disk_gb": 4},
+    "full": {"packages": BASE_PACKAGES + FULL_EXTRA_PACKAGES, "session": "startxfce4", "disk_gb": 8},
+}
+
+
+@dataclass(frozen=True)
+class ImageRecipe:
+    profile: str = "base"
+    distro: str = "debian-12"
+    desktop_user: str = "user"
+    extra_packages: tuple[str, ...] = field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        if self.profile not in PROFILES:
+            raise ValueError(f"unknown image profile {self.profile!r}; choose from {sorted(PROFILES)}")
+        if self.distro not in DISTROS:
+            raise ValueError(f"unknown distro {self.distro!r}; choose from {sorted(DISTROS)}")
+
+    @property
+    def distribution(self) -> Distro:
+        return DISTROS[self.distro]
+
+    @property
+    def packages(self) -> tuple[str, ...]:
+        pkgs = tuple(PROFILES[self.profile]["packages"])  # type: ignore[arg-type]
+        return (self.distribution.kernel_package, *pkgs, *self.extra_packages)
+
+    @property
+    def session_command(self) -> str:
+        return str(PROFILES[self.profile]["session"])
+
+    @property
+    def disk_gb(self) -> int:
+        return int(PROFILES[self.profile]["disk_gb"])  # type: ignore[call-overload]
+
+    @property
+    def name(self) -> str:
+        return f"{self.profile}-{self.distro}-{self.key()}"
+
+    def key(self) -> str:
+        digest = hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode())
+        digest.update(json.dumps(asdict(self.distribution), sort_keys=True).encode())
+        digest.update(json.dumps(self.packages).encode())
+        for path in _guest_content_files():
+            digest.update(str(path.relative_to(REPO_ROOT)).encode())
+            digest.update(path.read_bytes())
+        return digest.hexdigest()[:12]
+
+
+def _guest_content_files() -> list[Path]:
+    """Everything that is copied into the guest, in a stable order."""
+    roots = [GUEST_FILES, REPO_ROOT / "guest_agent", REPO_ROOT / "protos" / "weavegym"]
+    files: list[Path] = []
+    for root in roots:
+        files.extend(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    files.append(REPO_ROOT / "weavegym" / "__init__.py")
+    return sorted(files)
