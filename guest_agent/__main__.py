@@ -17,6 +17,7 @@ import threading
 
 from weavegym.guest_agent import AGENT_VERSION
 from weavegym.guest_agent.auth import read_smbios_token, read_token_file
+from weavegym.guest_agent.relay import Relay, tcp_connector, vsock_listener
 from weavegym.guest_agent.server import AgentConfig, build_server
 
 
@@ -29,6 +30,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     src.add_argument("--token-smbios", action="store_true",
                      help="read the token from the SMBIOS OEM strings (weavegym-token=…)")
     p.add_argument("--python", default="/usr/bin/python3", help="interpreter for RunPython")
+    p.add_argument("--vsock-port", type=int, default=0,
+                   help="also accept connections on this AF_VSOCK port (relayed to the TCP listener)")
     p.add_argument("--no-shm", action="store_true", help="capture with XGetImage even if MIT-SHM exists")
     p.add_argument("--log-level", default="INFO")
     return p.parse_args(argv)
@@ -46,12 +49,20 @@ def main(argv: list[str] | None = None) -> int:
     config = AgentConfig(display=args.display, listen=args.listen, token=token, python=args.python,
                          use_shm=not args.no_shm)
     server, servicer, port = build_server(config)
+    relay = None
+    if args.vsock_port:
+        try:
+            relay = Relay(vsock_listener(args.vsock_port), tcp_connector("127.0.0.1", port), "vsock-relay").start()
+        except OSError as exc:  # no vsock device in this guest: TCP keeps working
+            logging.getLogger("weavegym.guest_agent").warning("vsock port %d unavailable: %s", args.vsock_port, exc)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     print(json.dumps({"event": "listening", "port": port, "listen": args.listen, "version": AGENT_VERSION}),
           flush=True)
     stop.wait()
+    if relay is not None:
+        relay.stop()
     server.stop(grace=2).wait()
     servicer.close()
     return 0

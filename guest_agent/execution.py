@@ -202,10 +202,6 @@ def run(spec: ExecSpec, cancelled: Callable[[], bool] = lambda: False) -> Iterat
     except (PermissionError, OSError) as exc:
         _cleanup(spec)
         raise InvalidArgument(f"cannot start {spec.argv[0]!r}: {exc}") from None
-    yield Started(pid=proc.pid)
-
-    writer = threading.Thread(target=_feed_stdin, args=(proc, spec.stdin), daemon=True)
-    writer.start()
     counters = {"stdout": 0, "stderr": 0}
     sel = selectors.DefaultSelector()
     assert proc.stdout is not None
@@ -215,6 +211,10 @@ def run(spec: ExecSpec, cancelled: Callable[[], bool] = lambda: False) -> Iterat
     timed_out = False
     deadline = start + spec.timeout_s
     try:
+        # Inside the try: a consumer that stops after this event (client gone) still gets
+        # the process group killed and the temp files removed by the finally below.
+        yield Started(pid=proc.pid)
+        threading.Thread(target=_feed_stdin, args=(proc, spec.stdin), daemon=True).start()
         while sel.get_map():
             now = time.monotonic()
             if now >= deadline or cancelled():

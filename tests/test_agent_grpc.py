@@ -401,3 +401,21 @@ def test_client_reconnects_after_the_agent_is_killed_and_restarted(xvfb) -> None
     finally:
         client.close()
         first.stop()
+
+
+def test_cancelled_stream_kills_the_command(client: GuestClient, tmp_path: Path) -> None:
+    """A client that walks away mid-command must not leave the command running in the guest."""
+    marker = tmp_path / "still-running"
+    request = pb.ExecRequest(shell=f"echo go; sleep 30; touch {marker}", options=pb.ExecOptions(timeout_s=60))
+    stream = client.stub.Exec(request, timeout=60, metadata=client._metadata)
+    pid = 0
+    for event in stream:
+        if event.WhichOneof("event") == "started":
+            pid = event.started.pid
+        if event.WhichOneof("event") == "output":
+            break
+    stream.cancel()
+    assert pid > 0
+    wait_for(lambda: client.exec(f"ps -eo pgid=,stat= | awk '$1 == {pid} && $2 !~ /^Z/'").stdout == "", 15,
+             what="the cancelled command's process group to be killed")
+    assert not marker.exists()

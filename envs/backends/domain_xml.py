@@ -39,6 +39,7 @@ class DomainSpec:
     screen: tuple[int, int]
     owner_pid: int
     run_as_root: bool
+    vsock: bool = False  # agent over virtio-vsock instead of a user-mode NIC (needs /dev/vhost-vsock)
     emulator: str = "/usr/bin/qemu-system-x86_64"
 
 
@@ -52,6 +53,14 @@ def domain_xml(spec: DomainSpec) -> str:
                 if spec.run_as_root else "")
     netdev = (f"user,id=wgnet,restrict=on,"
               f"hostfwd=tcp:127.0.0.1:{spec.agent_host_port}-:{spec.agent_guest_port}")
+    # With vsock the guest gets no NIC at all; the host relays 127.0.0.1:agent_host_port to it.
+    network = "" if spec.vsock else f"""<qemu:commandline>
+    <qemu:arg value='-netdev'/>
+    <qemu:arg value={q(netdev)}/>
+    <qemu:arg value='-device'/>
+    <qemu:arg value='virtio-net-pci,netdev=wgnet,bus=pci.0,addr=0x9'/>
+  </qemu:commandline>"""
+    vsock = "<vsock model='virtio'><cid auto='yes'/></vsock>" if spec.vsock else ""
     return f"""<domain type={q(spec.domain_type)} xmlns:qemu={q(QEMU_NS)}>
   <name>{spec.name}</name>
   <metadata>
@@ -95,13 +104,9 @@ def domain_xml(spec: DomainSpec) -> str:
     </graphics>
     <video><model type='vga' vram='16384' heads='1' primary='yes'/></video>
     <memballoon model='none'/>
+    {vsock}
   </devices>
   {seclabel}
-  <qemu:commandline>
-    <qemu:arg value='-netdev'/>
-    <qemu:arg value={q(netdev)}/>
-    <qemu:arg value='-device'/>
-    <qemu:arg value='virtio-net-pci,netdev=wgnet,bus=pci.0,addr=0x9'/>
-  </qemu:commandline>
+  {network}
 </domain>
 """

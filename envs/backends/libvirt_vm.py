@@ -10,10 +10,10 @@ snapshot freezes. If QEMU died, ``reset()`` starts a new QEMU paused, loads
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import json
 import os
+import re
 import secrets
 import shutil
 import subprocess
@@ -31,6 +31,7 @@ from weavegym.envs.deadline import wait_for
 from weavegym.envs.errors import AgentError, BackendError, HostSetupError, VMStartError
 from weavegym.envs.guest_client import ClientConfig, GuestClient
 from weavegym.envs.paths import default_cache_dir
+from weavegym.guest_agent.relay import Relay, tcp_listener, vsock_connector
 from weavegym.vm_images.builder import BuiltImage, require_image
 from weavegym.vm_images.recipe import ImageRecipe
 
@@ -47,6 +48,7 @@ class LibvirtConfig:
     vcpus: int = 2
     screen: tuple[int, int] = (1280, 720)
     accel: str = "auto"  # auto (probe KVM, fall back to TCG) | kvm | tcg
+    transport: str = "tcp"  # tcp (user-mode NIC + hostfwd) | vsock (needs /dev/vhost-vsock on the host)
     boot_timeout_s: float = 300.0
     reset_timeout_s: float = 60.0
     cache_dir: Path = field(default_factory=default_cache_dir)
@@ -101,10 +103,10 @@ class LibvirtVM:
         self._locks: list[resources.HeldLock] = []
         self._spec: DomainSpec | None = None
         self._run_dir = self.config.cache_dir / "run" / self.name
+        self._relay: Relay | None = None
         self._closed = False
         self._finalizer = weakref.finalize(self, LibvirtVM._teardown, self.name, self.config.resolved_uri(),
-                                           self._run_dir, self._locks)
-        atexit.register(self._finalizer)
+                                           self._run_dir, self._locks)  # also runs at interpreter exit
 
     # -- public ----------------------------------------------------------------------------------
     @property
@@ -133,6 +135,7 @@ class LibvirtVM:
         """Cold boot, wait for the desktop, save `ready`. Cleans up everything if any step fails."""
         t0 = time.monotonic()
         try:
+            self._check_transport()
             self.image = self._image()
             self._conn = connect(self.config.resolved_uri())
             self._check_disk_space()
@@ -196,9 +199,10 @@ class LibvirtVM:
         self._closed = True
         if self.client is not None:
             self.client.close()
+        if self._relay is not None:
+            self._relay.stop()
         self._domain = None
         self._finalizer()
-        atexit.unregister(self._finalizer)
         if self._conn is not None:
             with contextlib.suppress(libvirt.libvirtError):
                 self._conn.close()
@@ -211,6 +215,24 @@ class LibvirtVM:
         self.close()
 
     # -- steps -----------------------------------------------------------------------------------
+    def _check_transport(self) -> None:
+        if self.config.transport not in ("tcp", "vsock"):
+            raise ValueError(f"transport must be 'tcp' or 'vsock', not {self.config.transport!r}")
+        if self.config.transport == "vsock" and not Path("/dev/vhost-vsock").exists():
+            raise HostSetupError("transport='vsock' needs /dev/vhost-vsock on the host (`modprobe vhost_vsock`); "
+                                 "this host has none, so use transport='tcp'")
+
+    def _start_vsock_relay(self) -> None:
+        """Relay 127.0.0.1:agent_host_port to the guest's CID; a new QEMU may get a new CID."""
+        assert self._spec is not None
+        match = re.search(r"<cid auto='yes' address='(\d+)'", self.domain.XMLDesc())
+        if match is None:
+            raise VMStartError(f"{self.name} has no vsock CID in its live definition")
+        if self._relay is not None:
+            self._relay.stop()
+        listener = tcp_listener("127.0.0.1", self._spec.agent_host_port)
+        self._relay = Relay(listener, vsock_connector(int(match.group(1)), self._spec.agent_guest_port)).start()
+
     def _check_disk_space(self) -> None:
         self.config.cache_dir.mkdir(parents=True, exist_ok=True)
         free = shutil.disk_usage(self.config.cache_dir).free
@@ -235,6 +257,7 @@ class LibvirtVM:
             vnc_port=vnc_port, vnc_password=self.vnc_password, agent_host_port=agent_port,
             agent_guest_port=int(self.image.manifest.get("agent_port", 7600)), token=self.token,
             screen=self.config.screen, owner_pid=os.getpid(), run_as_root=os.geteuid() == 0,
+            vsock=self.config.transport == "vsock",
         )
         record = resources.VMRecord(
             name=self.name, uri=self.config.resolved_uri(), owner_pid=os.getpid(), overlay=self._spec.disk,
@@ -260,6 +283,8 @@ class LibvirtVM:
             self._snapshots = InternalSnapshots(self._domain)
         else:
             self._snapshots.rebind(self._domain)
+        if self._spec.vsock:
+            self._start_vsock_relay()
 
     def _boot(self) -> None:
         self._define(paused=False)

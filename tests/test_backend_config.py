@@ -1,0 +1,48 @@
+"""Backend pieces that need no VM: the domain definition and the transport checks."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from weavegym.envs.backends.domain_xml import DomainSpec, domain_xml
+from weavegym.envs.backends.libvirt_vm import LibvirtConfig, LibvirtVM
+from weavegym.envs.errors import HostSetupError
+
+
+def _spec(**overrides: object) -> DomainSpec:
+    base = dict(name="weavegym-1-abc", domain_type="qemu", memory_mib=2048, vcpus=2, kernel="/k", initrd="/i",
+                disk="/d.qcow2", console_log="/c.log", vnc_port=5911, vnc_password="pw123456",
+                agent_host_port=17611, agent_guest_port=7600, token="t" * 48, screen=(1280, 720), owner_pid=42,
+                run_as_root=True)
+    base.update(overrides)
+    return DomainSpec(**base)  # type: ignore[arg-type]
+
+
+def test_tcp_domain_forwards_only_the_agent_port_on_loopback() -> None:
+    root = ET.fromstring(domain_xml(_spec()))
+    args = [a.get("value") for a in root.iter("{http://libvirt.org/schemas/domain/qemu/1.0}arg")]
+    netdev = args[args.index("-netdev") + 1]
+    assert netdev == "user,id=wgnet,restrict=on,hostfwd=tcp:127.0.0.1:17611-:7600"
+    graphics = root.find("devices/graphics")
+    assert graphics is not None and graphics.get("port") == "5911" and graphics.get("autoport") == "no"
+    assert graphics.find("listen").get("address") == "127.0.0.1"
+    oem = [e.text for e in root.iter("entry")]
+    assert oem == ["weavegym-token=" + "t" * 48, "weavegym-screen=1280x720"]
+    assert root.find("devices/vsock") is None
+
+
+def test_vsock_domain_has_no_nic_and_a_vsock_device() -> None:
+    root = ET.fromstring(domain_xml(_spec(vsock=True)))
+    assert root.find("devices/vsock").get("model") == "virtio"
+    assert not list(root.iter("{http://libvirt.org/schemas/domain/qemu/1.0}arg"))
+
+
+def test_vsock_transport_is_refused_clearly_without_vhost_vsock(tmp_path: Path) -> None:
+    if Path("/dev/vhost-vsock").exists():
+        pytest.skip("this host has vhost-vsock")
+    with pytest.raises(HostSetupError, match="vhost-vsock"):
+        LibvirtVM(LibvirtConfig(transport="vsock", cache_dir=tmp_path)).start()
+    assert not (tmp_path / "run").exists()
