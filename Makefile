@@ -27,7 +27,11 @@ help:
 setup: system-deps venv services
 
 # There is no systemd on the CI machines: start the libvirt daemons by hand when they are not running.
+# /dev/kvm must be udev's root:kvm 0660: with a foreign group, libvirt's QEMU user cannot open it
+# and libvirt re-probes QEMU for ~60 s on every domain start (measured here; see envs/doctor.py).
 services: system-deps
+	@if [ -e /dev/kvm ] && [ "$$(stat -c %G /dev/kvm)" != kvm ]; then \
+	  echo ">> /dev/kvm: group $$(stat -c %G /dev/kvm) -> kvm"; $(SUDO) chgrp kvm /dev/kvm; $(SUDO) chmod 660 /dev/kvm; fi
 	@pgrep -x virtlogd >/dev/null || $(SUDO) virtlogd -d
 	@pgrep -x libvirtd >/dev/null || $(SUDO) libvirtd -d
 	@for i in $$(seq 1 100); do virsh -c qemu:///system version >/dev/null 2>&1 && break; sleep 0.1; done; \

@@ -7,9 +7,11 @@ raise on one.
 
 from __future__ import annotations
 
+import grp
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
 from collections.abc import Callable
@@ -206,6 +208,29 @@ def check_disk(path: Path) -> Check:
     return Check("disk space", True, True, detail)
 
 
+def check_kvm_device(device: Path = Path("/dev/kvm")) -> Check:
+    """libvirt re-probes QEMU for ~60 s per domain start when its QEMU user cannot open /dev/kvm.
+
+    It probes capabilities with KVM, then finds "KVM … is not available now" (checked as the
+    libvirt-qemu user), discards the cache and probes again, 15 times. Seen on these machines,
+    where /dev/kvm came with a foreign group instead of udev's root:kvm 0660.
+    """
+    if not device.exists():
+        return Check("kvm device", True, False, f"{device} absent: libvirt uses TCG without probing KVM")
+    st = device.stat()
+    try:
+        group = grp.getgrgid(st.st_gid).gr_name
+    except KeyError:
+        group = str(st.st_gid)
+    mode = stat.S_IMODE(st.st_mode)
+    group_ok = group == "kvm" and (mode & 0o060) == 0o060
+    if group_ok or (mode & 0o006) == 0o006:
+        return Check("kvm device", True, False, f"{device} is {group} {mode:o}: libvirt's QEMU user can open it")
+    return Check("kvm device", False, False,
+                 f"{device} is group {group} mode {mode:o}: libvirt's QEMU user cannot open it, so every domain "
+                 f"start re-probes QEMU for about 60 s", f"chgrp kvm {device} && chmod 660 {device}")
+
+
 def run_checks(cache_dir: Path | None = None, *, refresh: bool = False) -> list[Check]:
     """All host checks, concurrently, within BUDGET_S. Never raises; order is stable."""
     cache = cache_dir or default_cache_dir()
@@ -214,6 +239,7 @@ def run_checks(cache_dir: Path | None = None, *, refresh: bool = False) -> list[
         ("qemu-system-x86_64", True, lambda: check_tool("qemu-system-x86_64", ["--version"], "qemu-system-x86")),
         ("qemu-img", True, lambda: check_tool("qemu-img", ["--version"], "qemu-utils")),
         ("libvirt", True, check_libvirt),
+        ("kvm device", False, check_kvm_device),
         ("Xvfb", False, lambda: check_tool("Xvfb", ["-version"], "xvfb", required=False)),
         ("debootstrap", True, lambda: check_tool("debootstrap", ["--version"], "debootstrap")),
         ("mkfs.ext4", True, lambda: check_tool("mkfs.ext4", ["-V"], "e2fsprogs")),

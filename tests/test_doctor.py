@@ -16,6 +16,7 @@ from weavegym.envs.doctor import (
     Check,
     all_required_ok,
     check_disk,
+    check_kvm_device,
     check_libvirt,
     check_tool,
     checks_to_json,
@@ -34,7 +35,7 @@ from weavegym.envs.kvm_probe import (
 
 needs_qemu = pytest.mark.skipif(shutil.which("qemu-system-x86_64") is None, reason="QEMU not installed")
 EXPECTED_CHECKS = [
-    "accelerator", "qemu-system-x86_64", "qemu-img", "libvirt", "Xvfb", "debootstrap", "mkfs.ext4",
+    "accelerator", "qemu-system-x86_64", "qemu-img", "libvirt", "kvm device", "Xvfb", "debootstrap", "mkfs.ext4",
     "disk space",
 ]
 
@@ -190,3 +191,21 @@ def test_render_does_not_treat_details_as_markup() -> None:
     assert checks[0].status == "✗"
     assert Check("y", False, False, "d", "f").status == "!"
     assert Check("z", True, True, "d", warn=True).status == "!"
+
+
+@pytest.mark.parametrize(
+    ("group", "mode", "ok"),
+    [("kvm", 0o660, True), ("root", 0o660, False), ("root", 0o666, True), ("kvm", 0o600, False)],
+)
+def test_kvm_device_check_reads_real_ownership(tmp_path: Path, group: str, mode: int, ok: bool) -> None:
+    import grp
+    import os
+
+    device = tmp_path / "kvm"
+    device.touch()
+    os.chown(device, 0, grp.getgrnam(group).gr_gid)
+    device.chmod(mode)
+    check = check_kvm_device(device)
+    assert check.ok is ok, check.detail
+    assert check.fix == ("" if ok else f"chgrp kvm {device} && chmod 660 {device}")
+    assert check_kvm_device(tmp_path / "absent").ok
