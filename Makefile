@@ -17,11 +17,12 @@ GENERATED := agent_pb2.py agent_pb2.pyi agent_pb2_grpc.py
 
 CACHE_DIR ?= $(HOME)/.cache/weavegym
 
-.PHONY: help setup system-deps venv services image protos check-protos lint test demo bench clean
+.PHONY: help setup system-deps venv services image protos check-protos lint test test-full demo bench clean
 
 help:
 	@echo "make test   - install everything needed, then run the test suite"
 	@echo "make demo   - install everything needed, then run doctor and the agent benchmark"
+	@echo "make test-full - also build the full (XFCE) image and run its smoke test"
 	@echo "make protos - regenerate the gRPC stubs from $(PROTO)"
 
 setup: system-deps venv services
@@ -78,7 +79,12 @@ lint: venv
 	$(VENV)/bin/ruff check .
 
 test: setup check-protos lint image
-	WEAVEGYM_CACHE_DIR=$(CACHE_DIR) $(PY) -m pytest -q
+	WEAVEGYM_CACHE_DIR=$(CACHE_DIR) $(PY) -m pytest -q -m "not full_image"
+
+# The heavy suite: builds the `full` image (XFCE and task apps) and boots it. Not part of CI's `make test`.
+test-full: setup image
+	$(SUDO) $(VENV)/bin/weavegym image build --profile full --cache-dir $(CACHE_DIR)
+	WEAVEGYM_CACHE_DIR=$(CACHE_DIR) $(PY) -m pytest -q -m full_image
 
 demo: setup image
 	-WEAVEGYM_CACHE_DIR=$(CACHE_DIR) $(VENV)/bin/weavegym doctor

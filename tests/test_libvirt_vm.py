@@ -173,6 +173,20 @@ def test_gc_cleans_up_after_a_process_killed_mid_episode(vm: LibvirtVM) -> None:
     assert again.domains_destroyed == [] and again.run_dirs_removed == []
 
 
+def test_a_process_that_exits_without_close_leaves_nothing() -> None:
+    script = textwrap.dedent("""
+        import json
+        from weavegym.envs.backends.libvirt_vm import LibvirtConfig, LibvirtVM
+        vm = LibvirtVM(LibvirtConfig(accel="tcg")).start()
+        print(json.dumps({"name": vm.name, "run_dir": str(vm.config.cache_dir / "run" / vm.name)}))
+        # no close(): the interpreter exits with the VM object still alive
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600, check=True)
+    child = json.loads(out.stdout.strip().splitlines()[-1])
+    assert child["name"] not in _domain_names()
+    assert not Path(child["run_dir"]).exists()
+
+
 # ------------------------------------------------------------------------------------------ bad input
 
 

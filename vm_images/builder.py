@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -105,6 +106,7 @@ def build_image(recipe: ImageRecipe, cache_dir: Path, progress: Progress | None 
     _check_prerequisites(cache_dir)
     root = images_dir(cache_dir)
     root.mkdir(parents=True, exist_ok=True)
+    _sweep_dead_builds(root)
     name, key = recipe.name, recipe.key()  # once: the guest files must not change under a build
     work = root / f".build-{name}-{os.getpid()}"
     started = time.monotonic()
@@ -138,7 +140,7 @@ def build_image(recipe: ImageRecipe, cache_dir: Path, progress: Progress | None 
             "packages": list(recipe.packages), "desktop_user": recipe.desktop_user,
             "kernel_version": kernel_version, "build_seconds": round(time.monotonic() - started, 1),
             "disk_bytes": (work / "disk.qcow2").stat().st_size, "created": time.time(),
-            "agent_port": 7600,
+            "agent_port": 7600, "ready_window_classes": list(recipe.ready_window_classes),
         }
         (work / "manifest.json").write_text(json.dumps(manifest, indent=2))
         final = root / name
@@ -151,6 +153,15 @@ def build_image(recipe: ImageRecipe, cache_dir: Path, progress: Progress | None 
         _unmount_all(work / "rootfs")
         shutil.rmtree(work, ignore_errors=True)
         raise
+
+
+def _sweep_dead_builds(root: Path) -> None:
+    """Remove work dirs of builds whose process died (SIGKILL, power loss), unmounting first."""
+    for work in root.glob(".build-*"):
+        pid = work.name.rsplit("-", 1)[-1]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            _unmount_all(work / "rootfs")
+            shutil.rmtree(work, ignore_errors=True)
 
 
 def _check_prerequisites(cache_dir: Path) -> None:
@@ -219,17 +230,32 @@ def _install_guest_files(rootfs: Path) -> None:
     shutil.copy("/etc/resolv.conf", rootfs / "etc" / "resolv.conf")
 
 
+# Character devices package scripts need. The chroot gets these on a private tmpfs, never the host's
+# /dev: with a bind mount, udev's postinst ran `chgrp kvm /dev/kvm` with the *chroot's* kvm gid and
+# silently broke the host's /dev/kvm (which makes libvirt re-probe QEMU for 60 s per domain start).
+_DEV_NODES = {"null": (1, 3), "zero": (1, 5), "full": (1, 7), "random": (1, 8), "urandom": (1, 9), "tty": (5, 0)}
+
+
 @contextmanager
 def _chroot_mounts(rootfs: Path, debs: Path) -> Iterator[None]:
-    """proc, sys and dev for package scripts; the persistent .deb cache so rebuilds download nothing."""
+    """proc, sys, a private /dev for package scripts; the persistent .deb cache so rebuilds download nothing."""
     debs.mkdir(parents=True, exist_ok=True)
-    mounts = [("proc", rootfs / "proc", ["-t", "proc"]), ("sysfs", rootfs / "sys", ["-t", "sysfs"]),
-              ("/dev", rootfs / "dev", ["--bind"]), ("devpts", rootfs / "dev" / "pts", ["-t", "devpts"]),
+    dev = rootfs / "dev"
+    mounts = [("proc", rootfs / "proc", ["-t", "proc"]), ("sysfs", rootfs / "sys", ["-t", "sysfs", "-o", "ro"]),
+              ("tmpfs", dev, ["-t", "tmpfs", "-o", "mode=755,size=16m"]),
               (str(debs), rootfs / "var" / "cache" / "apt" / "archives", ["--bind"])]
     try:
         for source, target, opts in mounts:
             target.mkdir(parents=True, exist_ok=True)
             subprocess.run(["mount", *opts, source, str(target)], check=True)
+        for name, (major, minor) in _DEV_NODES.items():
+            os.mknod(dev / name, 0o666 | stat.S_IFCHR, os.makedev(major, minor))
+        (dev / "pts").mkdir()
+        (dev / "shm").mkdir(mode=0o1777)
+        subprocess.run(["mount", "-t", "devpts", "-o", "newinstance,ptmxmode=0666", "devpts", str(dev / "pts")],
+                       check=True)
+        (dev / "ptmx").symlink_to("pts/ptmx")
+        (dev / "fd").symlink_to("/proc/self/fd")
         yield
     finally:
         _unmount_all(rootfs)

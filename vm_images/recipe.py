@@ -52,12 +52,15 @@ BASE_PACKAGES: tuple[str, ...] = (
 
 # Apps that tasks declare; the task-suite issue extends this list and records its build time and size.
 FULL_EXTRA_PACKAGES: tuple[str, ...] = (
-    "xfce4", "xfce4-terminal", "mousepad", "thunar", "fonts-noto-cjk",
+    "xfce4", "xfce4-terminal", "mousepad", "thunar", "fonts-noto-cjk", "dbus-x11",
 )
 
 PROFILES: dict[str, dict[str, object]] = {
-    "base": {"packages": BASE_PACKAGES, "session": "openbox-session", "disk_gb": 4},
-    "full": {"packages": BASE_PACKAGES + FULL_EXTRA_PACKAGES, "session": "startxfce4", "disk_gb": 8},
+    # ready_window_classes: WM_CLASS values that must be mapped before the desktop counts as ready
+    # (XFCE maps its panel and desktop ~15 s after its window manager under TCG).
+    "base": {"packages": BASE_PACKAGES, "session": "openbox-session", "disk_gb": 4, "ready_window_classes": ()},
+    "full": {"packages": BASE_PACKAGES + FULL_EXTRA_PACKAGES, "session": "startxfce4", "disk_gb": 8,
+             "ready_window_classes": ("Xfce4-panel", "Xfdesktop")},
 }
 
 
@@ -88,6 +91,10 @@ class ImageRecipe:
         return str(PROFILES[self.profile]["session"])
 
     @property
+    def ready_window_classes(self) -> tuple[str, ...]:
+        return tuple(PROFILES[self.profile]["ready_window_classes"])  # type: ignore[arg-type]
+
+    @property
     def disk_gb(self) -> int:
         return int(PROFILES[self.profile]["disk_gb"])  # type: ignore[call-overload]
 
@@ -99,6 +106,7 @@ class ImageRecipe:
         digest = hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode())
         digest.update(json.dumps(asdict(self.distribution), sort_keys=True).encode())
         digest.update(json.dumps(self.packages).encode())
+        digest.update(json.dumps(PROFILES[self.profile], sort_keys=True, default=list).encode())
         for path in _guest_content_files():
             digest.update(str(path.relative_to(REPO_ROOT)).encode())
             digest.update(path.read_bytes())

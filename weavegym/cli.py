@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import sys
 from pathlib import Path
 
@@ -99,6 +100,10 @@ def bench_vm(
     print(json.dumps(result, indent=2))
 
 
+def _interrupt(_signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 @image_app.command("build")
 def image_build(
     profile: str = typer.Option("base", help="base (small, for tests) or full (the apps tasks declare)."),
@@ -128,6 +133,8 @@ def image_build(
                            description=step)
             bar.update(task, detail=detail[:60])
 
+        # SIGTERM (CI timeouts, `kill`) must unwind like Ctrl-C, so the build removes its work dir.
+        signal.signal(signal.SIGTERM, _interrupt)
         try:
             image = build_image(recipe, cache_dir, progress, force=force)
         except HostSetupError as exc:

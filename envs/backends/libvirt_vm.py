@@ -11,6 +11,7 @@ snapshot freezes. If QEMU died, ``reset()`` starts a new QEMU paused, loads
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import re
@@ -104,6 +105,7 @@ class LibvirtVM:
         self._spec: DomainSpec | None = None
         self._run_dir = self.config.cache_dir / "run" / self.name
         self._relay: Relay | None = None
+        self._last_frame = b""
         self._closed = False
         self._finalizer = weakref.finalize(self, LibvirtVM._teardown, self.name, self.config.resolved_uri(),
                                            self._run_dir, self._locks)  # also runs at interpreter exit
@@ -297,12 +299,21 @@ class LibvirtVM:
                                f"console log tail:\n{self.console_tail()}") from None
 
     def _desktop_ready(self) -> bool:
-        """X answers at the configured size and a window manager has taken over."""
-        assert self.client is not None
+        """The screen has its size, a WM runs, the profile's windows are mapped, and frames stopped changing.
+
+        The last condition keeps the `ready` snapshot from catching a desktop half drawn.
+        """
+        assert self.client is not None and self.image is not None
         info = self.client.info(timeout=10)
         if (info.screen_width, info.screen_height) != self.config.screen:
             return False
-        return bool(self.client.list_windows(timeout=10)[1])
+        windows, wm = self.client.list_windows(timeout=10)
+        classes = {w.wm_class for w in windows}
+        if not wm or not set(self.image.manifest.get("ready_window_classes", [])) <= classes:
+            return False
+        digest = hashlib.sha256(self.client.screenshot(hide_cursor=True).image.tobytes()).digest()
+        settled, self._last_frame = digest == self._last_frame, digest
+        return settled
 
     def _recover(self, snapshot: str) -> None:
         """QEMU is gone: start a fresh one paused, load the snapshot from the overlay, resume."""

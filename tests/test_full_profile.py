@@ -1,0 +1,24 @@
+"""Smoke test of the `full` image (XFCE): run by `make test-full`, not by `make test` (CI time)."""
+
+from __future__ import annotations
+
+import pytest
+
+from weavegym.envs.backends.libvirt_vm import LibvirtConfig, LibvirtVM
+
+pytestmark = pytest.mark.full_image
+
+
+def test_full_profile_boots_to_a_drawn_xfce_desktop_and_resets() -> None:
+    with LibvirtVM(LibvirtConfig(accel="tcg", profile="full")) as vm:
+        assert vm.client is not None
+        windows, wm = vm.client.list_windows()
+        assert wm == "Xfwm4"
+        assert {"Xfce4-panel", "Xfdesktop"} <= {w.wm_class for w in windows}
+        frame = vm.client.screenshot(hide_cursor=True).image
+        assert frame.shape == (720, 1280, 3)
+        assert frame.std() > 10, "the ready snapshot caught an undrawn (uniform) desktop"
+        vm.client.exec("echo x > /home/user/full.txt", user="user")
+        vm.reset()
+        assert not vm.client.stat("/home/user/full.txt").exists
+        assert vm.client.screenshot(hide_cursor=True).image.std() > 10
