@@ -43,6 +43,10 @@ class HeldLock:
     def __init__(self, path: Path, fd: int) -> None:
         self.path, self._fd = path, fd
 
+    def write(self, data: bytes) -> None:
+        os.ftruncate(self._fd, 0)
+        os.pwrite(self._fd, data, 0)
+
     def release(self, unlink: bool = True) -> None:
         if self._fd >= 0:
             if unlink:
@@ -120,7 +124,7 @@ def write_record(records_dir: Path, record: VMRecord) -> HeldLock:
     lock = try_lock(path)
     if lock is None:
         raise OSError(f"record {path} is held by another process")
-    os.write(lock._fd, json.dumps(asdict(record), indent=2).encode())
+    lock.write(json.dumps(asdict(record), indent=2).encode())
     return lock
 
 
