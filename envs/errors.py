@@ -63,3 +63,15 @@ class VMStartError(BackendError):
 
 class SnapshotError(BackendError):
     """Saving or loading a VM snapshot failed."""
+
+
+class InvalidActionError(WeaveGymError, ValueError):
+    """An action could not be parsed or validated. The env reports it in ``info["action_error"]``."""
+
+
+class TaskError(WeaveGymError):
+    """A task definition is broken, or its setup failed inside the VM."""
+
+
+class EpisodeError(WeaveGymError):
+    """The episode API was misused, e.g. ``step()`` after the episode ended without a ``reset()``."""

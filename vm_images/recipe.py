@@ -48,6 +48,8 @@ BASE_PACKAGES: tuple[str, ...] = (
     "python3", "python3-venv",
     "xserver-xorg-core", "xserver-xorg-input-libinput", "x11-xserver-utils", "x11-utils", "xinit",
     "openbox", "xterm", "xfonts-base", "zenity", "xdotool", "fonts-dejavu-core",
+    # imagemagick: `import -window root` is how tasks ask for screenshot deliverables from the CLI.
+    "imagemagick",
 )
 
 # Apps that tasks declare; the task-suite issue extends this list and records its build time and size.

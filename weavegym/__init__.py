@@ -11,6 +11,7 @@ which runs this file, and must not pull in the host side (numpy, gymnasium…).
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from typing import Any
 
 __version__ = "0.1.0"
@@ -25,8 +26,20 @@ _EXPORTS = {
     "AgentRequestError": "weavegym.envs.errors",
     "AgentInternalError": "weavegym.envs.errors",
     "GuestPathNotFoundError": "weavegym.envs.errors",
+    "InvalidActionError": "weavegym.envs.errors",
+    "TaskError": "weavegym.envs.errors",
+    "EpisodeError": "weavegym.envs.errors",
+    "BackendError": "weavegym.envs.errors",
     "GuestClient": "weavegym.envs.guest_client",
     "ExecResult": "weavegym.envs.guest_client",
+    "WeaveEnv": "weavegym.envs.weave_env",
+    "EnvConfig": "weavegym.envs.config",
+    "tool_schema": "weavegym.envs.actions",
+    "parse_action": "weavegym.envs.actions",
+    "Action": "weavegym.envs.actions",
+    "Task": "weavegym.envs.task",
+    "all_tasks": "weavegym.envs.tasks",
+    "get_task": "weavegym.envs.tasks",
 }
 
 __all__ = [*sorted(_EXPORTS), "__version__"]
@@ -37,3 +50,18 @@ def __getattr__(name: str) -> Any:
     if module is None:
         raise AttributeError(f"module 'weavegym' has no attribute {name!r}")
     return getattr(importlib.import_module(module), name)
+
+
+def _register_tasks() -> None:
+    """`import weavegym` registers every task as a Gymnasium id (`Weave-<Domain>-<N>`).
+
+    Skipped where gymnasium is absent: inside the guest, which imports this file
+    for the agent and must stay free of host dependencies.
+    """
+    if importlib.util.find_spec("gymnasium") is not None:
+        from weavegym.envs.registration import register_tasks
+
+        register_tasks()
+
+
+_register_tasks()

@@ -100,6 +100,66 @@ def bench_vm(
     print(json.dumps(result, indent=2))
 
 
+@app.command()
+def tasks(pattern: str = typer.Argument("Weave-*", help="Shell-style id pattern.")) -> None:
+    """List the registered tasks: id, profile, steps, clauses and why both channels are needed."""
+    from rich.table import Table
+
+    from weavegym.envs.tasks import match_tasks
+
+    table = Table("id", "title", "profile", "max steps", "clauses", "why GUI and CLI")
+    for task in match_tasks(pattern):
+        table.add_row(task.id, task.title, task.profile, str(task.max_steps), str(len(task.clauses)),
+                      task.channels.why_both)
+    Console().print(table)
+
+
+@app.command()
+def validate(
+    pattern: str = typer.Argument("Weave-*", help="Shell-style id pattern, e.g. 'Weave-DevOps-*'."),
+    seed: int = typer.Option(0, help="Task seed for every run."),
+    json_out: Path | None = typer.Option(None, "--json", help="Also write the full results (with evaluations)."),
+) -> None:
+    """Per task: the oracle must score 1.0, doing nothing 0, and each single channel must stay below passing."""
+    from dataclasses import asdict
+
+    from rich.table import Table
+
+    from weavegym.envs.tasks import match_tasks
+    from weavegym.envs.validation import RUNS, validate_task
+
+    selected = match_tasks(pattern)
+    if not selected:
+        err.print(f"[red]no task matches {pattern!r}[/red]")
+        raise typer.Exit(2)
+    reports = []
+    columns = (TextColumn("{task.description:<34}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=err) as bar:
+        overall = bar.add_task("runs", total=len(selected) * len(RUNS))
+        for task in selected:
+            bar.update(overall, description=f"{task.id} (boot, setup)")
+
+            def advance(run: str, result: object, task_id: str = task.id) -> None:
+                bar.update(overall, advance=1, description=f"{task_id} {run} done")
+
+            reports.append(validate_task(task, seed=seed, on_run=advance))
+    table = Table("task", *RUNS, "verdict", title=f"weavegym validate {pattern} (seed {seed})")
+    failed = 0
+    for report in reports:
+        cells = [f"{report.results[r].score:.2f} ({report.results[r].steps} st, {report.results[r].seconds:.0f} s)"
+                 if r in report.results else "-" for r in RUNS]
+        problems = report.violations()
+        failed += bool(problems)
+        table.add_row(report.task_id, *cells, "[green]ok[/green]" if not problems else
+                      "[red]" + "; ".join(problems) + "[/red]")
+    Console().print(table)
+    if json_out is not None:
+        json_out.write_text(json.dumps([asdict(r) | {"violations": r.violations()} for r in reports], indent=2))
+    if failed:
+        err.print(f"[red]{failed} of {len(reports)} task(s) violate the suite's rules[/red]")
+        raise typer.Exit(1)
+
+
 def _interrupt(_signum: int, _frame: object) -> None:
     raise KeyboardInterrupt
 

@@ -32,6 +32,16 @@ Name=e*
 DHCP=ipv4
 NET
 
+# No blinking text cursors: a blinking caret makes two frames of an idle screen differ, which breaks
+# "wait until the screen settles" and pixel-identical resets. GTK reads settings.ini; XFCE's xsettings
+# daemon overrides it, so the full profile also gets the xfconf default.
+mkdir -p /etc/gtk-3.0
+printf '[Settings]\ngtk-cursor-blink = false\n' > /etc/gtk-3.0/settings.ini
+XSETTINGS=/etc/xdg/xfce4/xfconf/xfce-perchannel-xml/xsettings.xml
+if [ -f $XSETTINGS ]; then
+  sed -i 's|name="CursorBlink" type="bool" value="true"|name="CursorBlink" type="bool" value="false"|' $XSETTINGS
+fi
+
 cat > /etc/weavegym-session.conf <<CONF
 DESKTOP_USER=$DESKTOP_USER
 SESSION_COMMAND="$SESSION_COMMAND"

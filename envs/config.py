@@ -1,0 +1,32 @@
+"""The env's configuration as one dataclass; ``gym.make`` keyword arguments map onto it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+SUPPORTED_SCREENS = ((1280, 720), (1920, 1080))
+
+
+@dataclass(frozen=True)
+class EnvConfig:
+    backend: str = "libvirt"
+    screen_size: tuple[int, int] = (1280, 720)  # (width, height); 1280x720 and 1920x1080 are tested
+    profile: str | None = None  # image profile; None: the task's own
+    max_steps: int | None = None  # None: the task's
+    time_budget_s: float | None = None  # wall-clock budget per episode; None: the task's
+    task_variants: int = 1  # reset() without a seed draws the task seed from range(task_variants)
+    terminal_max_chars: int = 16384  # obs["terminal"] keeps the head and tail of longer output
+    shell_timeout_s: float = 30.0  # default deadline of one shell/python action
+    settle_timeout_s: float = 1.0  # how long an observation waits for the screen to stop changing
+    max_task_snapshots: int = 4  # task snapshots kept per VM (least recently used are deleted)
+    backend_options: dict[str, Any] = field(default_factory=dict)  # e.g. {"memory_mib": 3072, "accel": "tcg"}
+
+    def __post_init__(self) -> None:
+        width, height = self.screen_size
+        if not (640 <= width <= 3840 and 480 <= height <= 2160):
+            raise ValueError(f"screen_size {self.screen_size} is outside 640x480..3840x2160")
+        if self.task_variants < 1 or self.terminal_max_chars < 256 or self.max_task_snapshots < 1:
+            raise ValueError("task_variants and max_task_snapshots must be >= 1, terminal_max_chars >= 256")
+        if self.max_steps is not None and self.max_steps < 1:
+            raise ValueError("max_steps must be >= 1")

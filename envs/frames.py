@@ -1,0 +1,63 @@
+"""Frames for observations: grabbing them from the backend and waiting until the screen settles.
+
+The libvirt backend reads QEMU's own display (HMP ``screendump``), which costs
+about a tenth of an in-guest capture under TCG and is exactly what VNC shows;
+other backends use the agent's screenshot. ``settle`` waits, with a deadline,
+until two consecutive frames are identical, so an observation is not a frame
+caught halfway through a redraw.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from weavegym.envs.errors import BackendError
+
+
+def read_ppm(data: bytes) -> np.ndarray:
+    """Decode a binary (P6, maxval 255) PPM such as QEMU's screendump writes."""
+    fields: list[bytes] = []
+    pos = 0
+    while len(fields) < 4:
+        while pos < len(data) and data[pos:pos + 1].isspace():
+            pos += 1
+        if data[pos:pos + 1] == b"#":
+            pos = data.index(b"\n", pos) + 1
+            continue
+        end = pos
+        while end < len(data) and not data[end:end + 1].isspace():
+            end += 1
+        fields.append(data[pos:end])
+        pos = end
+    magic, width, height, maxval = fields[0], int(fields[1]), int(fields[2]), int(fields[3])
+    if magic != b"P6" or maxval != 255:
+        raise BackendError(f"unsupported screendump format {magic!r} maxval {maxval}")
+    pixels = np.frombuffer(data, dtype=np.uint8, count=width * height * 3, offset=pos + 1)
+    return pixels.reshape(height, width, 3)
+
+
+@dataclass(frozen=True)
+class SettleResult:
+    frame: np.ndarray
+    settled: bool
+    grabs: int
+    seconds: float
+
+
+def settle(grab: Callable[[], np.ndarray], timeout: float, first: np.ndarray | None = None) -> SettleResult:
+    """Grab until two consecutive frames are equal or ``timeout`` passes; return the last frame."""
+    start = time.monotonic()
+    previous = first if first is not None else grab()
+    grabs = 0 if first is not None else 1
+    while True:
+        current = grab()
+        grabs += 1
+        if np.array_equal(current, previous):
+            return SettleResult(current, True, grabs, time.monotonic() - start)
+        if time.monotonic() - start >= timeout:
+            return SettleResult(current, False, grabs, time.monotonic() - start)
+        previous = current

@@ -1,0 +1,94 @@
+"""What a task's ``setup`` hook gets: a seeded RNG and checked helpers that act inside the VM as root.
+
+Every helper raises ``TaskError`` with the guest's own error text when it
+fails, so a broken setup is reported as such and never silently produces a
+half-prepared episode. GUI programs are started detached, as the desktop user,
+and ``wait_window`` waits on the window actually being mapped (no sleeps).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from importlib import resources
+from pathlib import PurePosixPath
+
+import numpy as np
+
+from weavegym.envs.deadline import wait_for
+from weavegym.envs.errors import TaskError
+from weavegym.envs.guest_client import ExecResult, GuestClient, WindowInfo
+
+DESKTOP_USER = "user"
+HOME = f"/home/{DESKTOP_USER}"
+# Root-only state a task's GUI hands back to its checker (e.g. what a dialog returned). The agent's
+# user cannot read or write it, and the forbidden-pattern rule flags code that mentions it.
+PRIVATE_DIR = "/var/lib/weavegym/task"
+
+
+class SetupContext:
+    def __init__(self, client: GuestClient, task_id: str, seed: int, screen: tuple[int, int]) -> None:
+        self.client = client
+        self.task_id = task_id
+        self.seed = seed
+        self.screen = screen
+        self.rng = np.random.default_rng(seed)
+        self.home = HOME
+        self.user = DESKTOP_USER
+        self.private_dir = PRIVATE_DIR
+
+    def run(self, command: str | list[str], *, user: str = "", timeout: float = 60.0, check: bool = True,
+            stdin: bytes | str = b"") -> ExecResult:
+        """Run a command in the guest (root by default); with ``check`` a non-zero exit raises TaskError."""
+        result = self.client.exec(command, user=user, timeout=timeout, stdin=stdin, merge_stderr=True)
+        if check and not result.ok:
+            shown = command if isinstance(command, str) else shlex.join(command)
+            why = "timed out" if result.timed_out else f"exit {result.exit_code}"
+            raise TaskError(f"{self.task_id} setup: `{shown[:200]}` {why}: {result.stdout.strip()[-1500:]}")
+        return result
+
+    def write_file(self, path: str, content: bytes | str, *, owner: str = DESKTOP_USER, mode: int = 0o644) -> None:
+        """Create a file (and its parent directories, owned like the file) with exact contents."""
+        data = content.encode() if isinstance(content, str) else content
+        parent = str(PurePosixPath(path).parent)
+        self.run(["install", "-d", "-o", owner, "-g", owner, parent] if parent.startswith(HOME)
+                 else ["mkdir", "-p", parent])
+        self.client.upload(data, path, mode=mode, owner=owner)
+
+    def make_private_dir(self) -> str:
+        self.run(["install", "-d", "-m", "0700", "-o", "root", "-g", "root", PRIVATE_DIR])
+        return PRIVATE_DIR
+
+    def fixture(self, package: str, name: str) -> bytes:
+        """A file shipped beside the task module, e.g. ``fixture(__package__, "fixtures/app.py")``."""
+        try:
+            return resources.files(package).joinpath(name).read_bytes()
+        except (FileNotFoundError, ModuleNotFoundError) as exc:
+            raise TaskError(f"{self.task_id}: fixture {name!r} not found in {package}: {exc}") from None
+
+    def launch_gui(self, shell_line: str, *, name: str) -> None:
+        """Start a GUI program detached, as the desktop user on the desktop's display.
+
+        ``shell_line`` runs under ``sh -c`` as *root*, which lets it redirect the program's
+        output into ``PRIVATE_DIR`` (where the user cannot tamper with it); use ``{as_user}``
+        as the prefix that drops to the desktop user, e.g.
+        ``"{as_user} zenity --entry > /var/lib/weavegym/task/answer"``.
+        """
+        as_user = f"runuser -u {DESKTOP_USER} -- env DISPLAY=:0 HOME={HOME}"
+        line = shell_line.format(as_user=as_user)
+        log = f"/tmp/weavegym-launch-{re.sub(r'[^A-Za-z0-9_.-]', '_', name)}.log"
+        self.run(["bash", "-c", f"setsid -f sh -c {shlex.quote(line)} >{log} 2>&1 </dev/null"])
+
+    def wait_window(self, title_pattern: str, timeout: float = 60.0) -> WindowInfo:
+        """Wait until a mapped window whose title matches the regex exists; return it."""
+        regex = re.compile(title_pattern)
+
+        def probe() -> WindowInfo | None:
+            windows, _wm = self.client.list_windows(timeout=10)
+            return next((w for w in windows if w.mapped and regex.search(w.title)), None)
+
+        try:
+            return wait_for(probe, timeout, what=f"a window titled /{title_pattern}/")
+        except TimeoutError:
+            raise TaskError(f"{self.task_id} setup: no window titled /{title_pattern}/ appeared within "
+                            f"{timeout:.0f} s") from None

@@ -1,0 +1,1 @@
+"""Productivity tasks: everyday desktop work that mixes dialogs and scripts."""

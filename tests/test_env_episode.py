@@ -1,0 +1,236 @@
+"""The Gymnasium env end to end on a real TCG VM: episodes, the terminal, bad actions, scoring, shortcuts.
+
+One VM (Weave-Productivity-1 on the base image) serves the module; every test
+starts with a reset, which is a snapshot load.
+"""
+
+from __future__ import annotations
+
+import io
+import time
+
+import numpy as np
+import pytest
+from PIL import Image, ImageDraw
+
+from weavegym.envs.errors import EpisodeError
+from weavegym.envs.tasks import get_task
+from weavegym.envs.weave_env import WeaveEnv
+
+pytestmark = pytest.mark.timeout(900)
+TASK_ID = "Weave-Productivity-1"
+
+
+@pytest.fixture(scope="module")
+def env():
+    env = WeaveEnv(TASK_ID)
+    env.reset(seed=0)
+    yield env
+    env.close()
+
+
+def _fresh(env: WeaveEnv, seed: int = 0):
+    return env.reset(seed=seed)
+
+
+def _guest_state(env: WeaveEnv) -> str:
+    """A fingerprint of what an action could have changed: the user's files and the windows."""
+    client = env.backend.client
+    files = client.exec("cd /home/user && find . -printf '%p %s %T@\\n' | sort", timeout=30).stdout
+    windows = sorted((w.title, w.x, w.y, w.width, w.height) for w in client.list_windows()[0] if w.mapped)
+    return files + repr(windows)
+
+
+def test_reset_observation_and_info(env: WeaveEnv) -> None:
+    obs, info = _fresh(env)
+    assert obs in env.observation_space
+    assert obs["screen"].shape == (720, 1280, 3) and obs["screen"].dtype == np.uint8
+    assert obs["terminal"] == "" and int(obs["exit_code"]) == 0
+    assert "Expense approval" in obs["instruction"] and info["instruction"] == obs["instruction"]
+    assert info["task_id"] == TASK_ID and info["domain"] == "Productivity"
+    assert info["vnc"].startswith("vnc://127.0.0.1:") and info["vnc_password"]
+    assert info["snapshot"] == "cached"  # the fixture's reset created it
+    # The setup's dialog is on screen: the frame is not a blank desktop.
+    assert len(np.unique(obs["screen"].reshape(-1, 3), axis=0)) > 20
+
+
+def test_seeded_reset_is_pixel_identical_and_seeds_differ(env: WeaveEnv) -> None:
+    first, _ = env.reset(seed=0)
+    env.step('shell("xdotool search --name Expense windowmove 10 10")')  # change the screen
+    again, info = env.reset(seed=0)
+    assert info["snapshot"] == "cached"
+    assert np.array_equal(first["screen"], again["screen"])
+    csv0 = env.backend.client.exec("cat /home/user/expenses.csv").stdout
+    _other, info = env.reset(seed=1)
+    assert info["snapshot"] in ("created", "cached") and info["task_seed"] == 1
+    assert env.prepared.truth["approver"] == "ops-lead"  # seed 1's variant
+    csv1 = env.backend.client.exec("cat /home/user/expenses.csv").stdout
+    assert csv1 != csv0 and csv1.startswith("date,category,amount\n")
+    _obs, info = env.reset(seed=0)
+    assert info["snapshot"] == "cached" and env.backend.client.exec("cat /home/user/expenses.csv").stdout == csv0
+    _obs, info = env.reset()  # no seed: the same variant again
+    assert info["task_seed"] == 0
+
+
+def test_shell_is_persistent_and_survives_a_hung_command(env: WeaveEnv) -> None:
+    _fresh(env)
+    obs, reward, terminated, truncated, info = env.step('shell("cd /tmp && export WEAVE_X=42 && whoami")')
+    assert info["action_error"] is None and obs["terminal"] == "user\n" and int(obs["exit_code"]) == 0
+    assert (reward, terminated, truncated) == (0.0, False, False)
+    obs, *_ = env.step({"kind": "shell", "command": "pwd; echo $WEAVE_X; echo $DISPLAY"})
+    assert obs["terminal"] == "/tmp\n42\n:0\n"
+    obs, *_rest, info = env.step({"kind": "shell", "command": "sleep 600", "timeout": 2})
+    assert int(obs["exit_code"]) == 124 and info["command_timed_out"] and "interrupted" in obs["terminal"]
+    obs, *_ = env.step('shell("pwd; false")')
+    assert obs["terminal"] == "/tmp\n" and int(obs["exit_code"]) == 1
+    obs, *_ = env.step('python("import os; print(os.getcwd(), os.getuid(), os.environ[\'WEAVE_X\'])")')
+    assert obs["terminal"] == "/tmp 1000 42\n"
+    # GUI actions leave the terminal observation as it was.
+    obs, *_ = env.step("move(5, 5)")
+    assert obs["terminal"] == "/tmp 1000 42\n"
+    # A reset gives a fresh shell in $HOME.
+    _fresh(env)
+    obs, *_ = env.step('shell("pwd; echo ${WEAVE_X:-unset}")')
+    assert obs["terminal"] == "/home/user\nunset\n"
+
+
+def test_unicode_and_huge_output(env: WeaveEnv) -> None:
+    _fresh(env)
+    obs, *_ = env.step('shell("printf \'%s\\\\n\' 中文 😀 héllo")')
+    assert obs["terminal"] == "中文\n😀\nhéllo\n"
+    obs, *_rest, info = env.step({"kind": "shell", "command": "head -c 30000000 /dev/zero | tr '\\0' a; echo END"})
+    assert info["terminal_truncated"] and len(obs["terminal"]) <= env.config.terminal_max_chars
+    assert obs in env.observation_space
+    obs, *_rest, info = env.step('shell("printf \'a\\\\0b\'")')  # a NUL byte in the output
+    assert obs["terminal"] == "a\u2400b" and obs in env.observation_space
+
+
+@pytest.mark.parametrize("bad", [
+    {"kind": "teleport", "x": 1, "y": 1},
+    {"kind": "click", "x": 5000, "y": 10},
+    {"kind": "click", "x": -1, "y": 10},
+    {"kind": "click", "x": "ten", "y": 10},
+    {"kind": "type", "text": 42},
+    {"kind": "shell"},
+    "click(100, ",
+    "__import__('os').system('touch /home/user/pwned')",
+    {"kind": "type", "text": "x" * 1_000_000},
+    {"kind": "key", "keys": "ctrl+nosuchkey"},
+    12345,
+])
+def test_bad_actions_are_reported_and_change_nothing(env: WeaveEnv, bad: object) -> None:
+    obs0, _ = _fresh(env)
+    before = _guest_state(env)
+    started = time.monotonic()
+    obs, reward, terminated, truncated, info = env.step(bad)
+    assert time.monotonic() - started < 20
+    assert info["action_error"], f"no action_error for {bad!r}"
+    assert (reward, terminated, truncated) == (0.0, False, False)
+    assert _guest_state(env) == before
+    assert np.array_equal(obs["screen"], obs0["screen"])
+    assert env.trajectory.steps[-1].channel in ("invalid", "gui")  # the guest refused the unknown key itself
+    obs, *_rest, info = env.step('shell("echo still fine")')  # the env keeps working
+    assert obs["terminal"] == "still fine\n" and info["action_error"] is None
+
+
+def test_oracle_scores_one_and_noop_scores_zero(env: WeaveEnv) -> None:
+    from weavegym.envs.validation import run_policy
+
+    task = get_task(TASK_ID)
+    result = run_policy(env, "oracle", task.oracle, None, seed=0)
+    assert result.action_errors == []
+    assert result.score == 1.0, result.evaluation
+    evaluation = result.evaluation
+    assert evaluation["passed"] and not evaluation["flags"] and len(evaluation["clauses"]) == 4
+    assert all(c["outcome"] == "satisfied" and c["evidence"] for c in evaluation["clauses"])
+    noop = run_policy(env, "noop", lambda _ctx: iter([{"kind": "done"}]), None, seed=0)
+    assert noop.score == 0.0
+    assert {c["name"]: c["outcome"] for c in noop.evaluation["clauses"]} == dict.fromkeys(
+        ("dialog_total", "dialog_approver", "total_file", "screenshot"), "failed")
+
+
+def _fake_dialog_png() -> bytes:
+    """What a cheating agent might draw: a plausible dialog with the right numbers, made with PIL."""
+    image = Image.new("RGB", (1280, 720), (40, 40, 40))
+    draw = ImageDraw.Draw(image)
+    draw.rectangle((490, 300, 790, 470), fill=(230, 230, 230))
+    draw.text((500, 310), "Expense approval", fill=(0, 0, 0))
+    draw.text((500, 350), "Travel total  123.45", fill=(0, 0, 0))
+    buf = io.BytesIO()
+    image.save(buf, "PNG")
+    return buf.getvalue()
+
+
+def test_fabricated_screenshot_is_flagged_and_scores_zero(env: WeaveEnv) -> None:
+    task = get_task(TASK_ID)
+    env.reset(seed=0)
+    from weavegym.envs.task import OracleContext
+
+    ctx = OracleContext(env.prepared.params, env.prepared.truth, (1280, 720))
+    for action in task.oracle(ctx):
+        if isinstance(action, dict) and "import -window root" in str(action.get("command", "")):
+            # Instead of capturing the screen, plant a PIL drawing where the screenshot belongs.
+            env.backend.client.upload(_fake_dialog_png(), "/home/user/approval.png", owner="user")
+            continue
+        _obs, reward, terminated, _truncated, info = env.step(action)
+        if terminated:
+            break
+    evaluation = info["evaluation"]
+    assert reward == 0.0 and evaluation["raw_score"] == 1.0  # every clause held, but the shortcut zeroes it
+    assert evaluation["zeroed_by"] == ["ImageFromCapturedFrame"]
+    flag = next(f for f in evaluation["flags"] if f["rule"] == "ImageFromCapturedFrame")
+    assert flag["confidence"] == "high" and flag["evidence"]["min_distance"] > 24
+
+
+def test_done_terminates_and_step_after_end_raises(env: WeaveEnv) -> None:
+    _fresh(env)
+    _obs, _reward, terminated, truncated, info = env.step("done()")
+    assert terminated and not truncated and info["end_reason"] == "done" and "evaluation" in info
+    with pytest.raises(EpisodeError):
+        env.step("done()")
+    _fresh(env)
+    _obs, reward, terminated, truncated, info = env.step({"kind": "fail", "reason": "cannot"})
+    assert terminated and info["end_reason"] == "fail" and reward == 0.0
+
+
+def test_max_steps_truncates_and_scores(env: WeaveEnv) -> None:
+    short = WeaveEnv(TASK_ID, max_steps=2)
+    assert short.max_steps == 2
+    short.close()
+    old = env.max_steps
+    env.max_steps = 2
+    try:
+        _fresh(env)
+        _obs, _r, terminated, truncated, info = env.step('shell("true")')
+        assert not truncated and "evaluation" not in info
+        _obs, reward, terminated, truncated, info = env.step("bogus")
+        assert truncated and not terminated and info["end_reason"] == "max_steps"
+        assert info["evaluation"]["score"] == reward == 0.0
+    finally:
+        env.max_steps = old
+
+
+def test_trajectory_records_every_step(env: WeaveEnv) -> None:
+    _fresh(env)
+    env.step('shell("echo hi")')
+    env.step({"kind": "click", "x": 3, "y": 4})
+    env.step("nonsense(")
+    steps = env.trajectory.steps
+    assert [s.channel for s in steps] == ["reset", "cli", "gui", "invalid"]
+    assert steps[1].action == {"kind": "shell", "command": "echo hi", "timeout": None} or \
+        steps[1].action["command"] == "echo hi"
+    assert steps[2].action_text == "click(3, 4)" and steps[3].action_error
+    assert all(len(s.frame.digest) == 64 for s in steps)
+    assert env.trajectory.code() == [(1, "echo hi")]
+    lines = env.trajectory.to_jsonl().splitlines()
+    assert len(lines) == 4
+
+
+def test_close_twice_and_reset_after_close() -> None:
+    env = WeaveEnv(TASK_ID)
+    env.close()
+    env.close()
+    with pytest.raises(EpisodeError):
+        env.reset()
+    with pytest.raises(EpisodeError):
+        env.step("done()")

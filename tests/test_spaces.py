@@ -1,0 +1,188 @@
+"""UnicodeText and the env's spaces work on every Gymnasium path a vector env or wrapper takes."""
+
+from __future__ import annotations
+
+import copy
+import pickle
+import time
+import warnings
+
+import numpy as np
+import pytest
+from gymnasium.spaces import Box, Dict, Discrete, Text
+from gymnasium.spaces.utils import flatdim, flatten, flatten_space, unflatten
+from gymnasium.utils.env_checker import check_space_limit
+from gymnasium.utils.passive_env_checker import check_action_space, check_observation_space
+from gymnasium.vector.utils import (
+    batch_space,
+    concatenate,
+    create_empty_array,
+    create_shared_memory,
+    iterate,
+    read_from_shared_memory,
+    write_to_shared_memory,
+)
+from gymnasium.wrappers.utils import create_zero_array
+
+from weavegym.envs.actions import ACTION_SPACE_FIELDS, BUTTONS, KINDS, ActionLimits
+from weavegym.envs.spaces import N_CODE_POINTS, UnicodeText, action_space, observation_space, sanitize_text
+
+SCREEN = (64, 48)
+UNICODE = "héllo wörld\n中文 😀 \t\u2028\U0010fffd"
+
+
+def _obs_space() -> Dict:
+    return observation_space(SCREEN, terminal_max_chars=40, instruction_max_chars=20)
+
+
+@pytest.mark.parametrize("text", ["", "abc", UNICODE, "\n\r\t", "😀" * 40, "\x01\x7f\ufffe"])
+def test_unicode_text_contains_any_valid_text(text: str) -> None:
+    assert text in UnicodeText(min_length=0, max_length=40)
+
+
+@pytest.mark.parametrize("value", ["a\x00b", "\ud800", "ok\udfff", "x" * 41, b"abc", None, 3, ["a"], np.array("a")])
+def test_unicode_text_rejects_invalid_values(value: object) -> None:
+    assert value not in UnicodeText(min_length=0, max_length=40)
+
+
+def test_min_length_and_constructor_checks() -> None:
+    assert "" not in UnicodeText(5)
+    with pytest.raises(ValueError):
+        UnicodeText(3, min_length=4)
+    with pytest.raises(ValueError):
+        UnicodeText(3, sample_max_length=-1)
+
+
+def test_the_lazy_character_tables_behave_like_the_base_class_ones() -> None:
+    space = UnicodeText(10)
+    assert len(space.character_set) == len(space.character_list) == N_CODE_POINTS
+    assert "中" in space.character_set and "\x00" not in space.character_set and "\ud800" not in space.character_set
+    assert "ab" not in space.character_set and 5 not in space.character_set
+    assert space.character_list[0x1F600] == "😀" and space.character_list[np.int32(65)] == "A"
+    assert space.character_index("😀") == 0x1F600 and isinstance(space.character_index("a"), np.int32)
+    with pytest.raises(KeyError):
+        space.character_index("\x00")
+    assert space.characters[0] in space.character_set and space.characters[0xD7FE] == "\ud7ff"
+    assert space.characters[0xD7FF] == "\ue000" and space.characters[-1] == "\U0010ffff"
+
+
+def test_sample_is_short_fast_and_in_the_space() -> None:
+    space = UnicodeText(100_000, min_length=2, sample_max_length=24, seed=0)
+    samples = [space.sample() for _ in range(300)]
+    assert all(s in space and 2 <= len(s) <= 24 for s in samples)
+    assert len(set(samples)) > 250
+    assert UnicodeText(3, min_length=0, sample_max_length=50, seed=1).sample() in UnicodeText(3, min_length=0)
+    assert len(UnicodeText(10, min_length=8, sample_max_length=2, seed=1).sample()) == 8
+
+
+def test_sample_with_a_mask_uses_only_allowed_valid_code_points() -> None:
+    space = UnicodeText(10, seed=3)
+    mask = np.zeros(N_CODE_POINTS, dtype=np.int8)
+    mask[[0, 0xD800, ord("中"), ord("😀")]] = 1  # NUL and surrogates are never drawn even when allowed
+    text = space.sample(mask=(6, mask))
+    assert len(text) == 6 and set(text) <= {"中", "😀"}
+    assert UnicodeText(5, min_length=0).sample(mask=(None, np.zeros(N_CODE_POINTS, dtype=np.int8))) == ""
+
+
+def test_equality_repr_and_pickle() -> None:
+    space = UnicodeText(50, min_length=1)
+    assert space == UnicodeText(50) and space != UnicodeText(51) and space != UnicodeText(50, min_length=0)
+    assert space != Text(50)
+    assert repr(space) == "UnicodeText(1, 50)"
+    data = pickle.dumps(space)
+    assert len(data) < 2_000  # no million-character tables travel to vector-env workers
+    clone = pickle.loads(data)
+    assert clone == space and UNICODE in clone and "\x00" not in clone and clone.sample() in clone
+    assert copy.deepcopy(space) == space and space.is_np_flattenable
+
+
+def test_constructing_many_spaces_is_cheap() -> None:
+    start = time.perf_counter()
+    spaces = [UnicodeText(1_000_000, min_length=0) for _ in range(100)]
+    assert time.perf_counter() - start < 1.0
+    assert all(UNICODE in s for s in spaces)
+
+
+def test_flatten_unflatten_round_trip() -> None:
+    space = _obs_space()
+    value = space.sample()
+    value["terminal"] = UNICODE
+    flat = flatten(space, value)
+    assert flat.shape == (flatdim(space),) and flat in flatten_space(space)
+    back = unflatten(space, flat)
+    assert back["terminal"] == UNICODE and back["instruction"] == value["instruction"]
+    assert np.array_equal(back["screen"], value["screen"]) and back["exit_code"] == value["exit_code"]
+
+
+def test_shared_memory_round_trip_for_two_envs() -> None:
+    space = _obs_space()
+    space.seed(7)
+    values = [space.sample(), space.sample()]
+    values[0]["terminal"] = UNICODE
+    values[1]["terminal"] = ""
+    values[1]["instruction"] = "Öffne die Datei 文件 📄"
+    memory = create_shared_memory(space, n=2)
+    for index, value in enumerate(values):
+        write_to_shared_memory(space, index, value, memory)
+    read = read_from_shared_memory(space, memory, n=2)
+    assert read["terminal"] == (UNICODE, "")
+    assert read["instruction"] == (values[0]["instruction"], "Öffne die Datei 文件 📄")
+    for index, value in enumerate(values):
+        assert np.array_equal(read["screen"][index], value["screen"])
+        assert read["exit_code"][index] == value["exit_code"]
+
+
+def test_batch_concatenate_iterate_and_empty_arrays() -> None:
+    space = _obs_space()
+    batched = batch_space(space, 2)
+    samples = [space.sample(), space.sample()]
+    samples[0]["terminal"] = UNICODE
+    out = create_empty_array(space, n=2)
+    assert out["terminal"] == ("", "")
+    joined = concatenate(space, samples, out)
+    assert joined in batched and joined["terminal"][0] == UNICODE
+    assert [item["terminal"] for item in iterate(batched, joined)] == [s["terminal"] for s in samples]
+    text = UnicodeText(10, min_length=3)
+    assert all(s in text for s in create_empty_array(text, n=2)) and create_zero_array(text) in text
+
+
+def test_observation_space_layout_and_samples() -> None:
+    space = observation_space((1280, 720))
+    assert space["screen"] == Box(0, 255, (720, 1280, 3), np.uint8)
+    assert space["terminal"] == UnicodeText(16384, min_length=0)
+    assert space["instruction"] == UnicodeText(8192, min_length=0)
+    assert space["exit_code"].dtype == np.int64 and space["exit_code"].shape == ()
+    assert np.array(-1) in space["exit_code"] and np.array(255) in space["exit_code"]
+    small = _obs_space()
+    small.seed(0)
+    with warnings.catch_warnings():
+        # Box(shape=()).sample() returns a numpy scalar, and Box.contains warns before casting it to an array
+        warnings.filterwarnings("ignore", message=".*Casting input x to numpy array")
+        assert all(small.sample() in small for _ in range(20))
+
+
+def test_action_space_layout() -> None:
+    space = action_space((1280, 720), ActionLimits(max_code_chars=500))
+    assert set(space.keys()) == ACTION_SPACE_FIELDS
+    assert space["kind"] == Discrete(len(KINDS)) and space["button"] == Discrete(len(BUTTONS))
+    assert space["x"] == Discrete(1280) and space["to_y"] == Discrete(720)
+    assert space["dx"] == Discrete(21, start=-10)
+    assert space["text"] == UnicodeText(500, min_length=1)
+    space.seed(0)
+    assert all(space.sample() in space for _ in range(50))
+
+
+def test_gymnasium_checkers_accept_the_spaces() -> None:
+    obs, act = _obs_space(), action_space(SCREEN)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_observation_space(obs)
+        check_action_space(act)
+        check_space_limit(obs, "observation")
+        check_space_limit(act, "action")
+
+
+def test_sanitize_text_makes_any_output_a_member() -> None:
+    space = UnicodeText(8, min_length=0)
+    cleaned = sanitize_text("a\x00b\ud800c-long-tail", space.max_length)
+    assert cleaned == "a\ufffdb\ufffdc-lo" and cleaned in space
