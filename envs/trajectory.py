@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from weavegym.evaluators.image_hash import perceptual_hash, pixel_digest
+from weavegym.evaluators.image_hash import perceptual_hash, pixel_digest, thumbnail
 
 CHANNELS = ("reset", "gui", "cli", "control", "invalid")
 
@@ -32,10 +32,12 @@ class FrameRecord:
     phash: int  # evaluators.image_hash.perceptual_hash
     height: int
     width: int
+    thumb: np.ndarray = field(repr=False, compare=False)  # image_hash.thumbnail; not serialised
 
     @classmethod
     def of(cls, index: int, image: np.ndarray) -> FrameRecord:
-        return cls(index, pixel_digest(image), perceptual_hash(image), int(image.shape[0]), int(image.shape[1]))
+        return cls(index, pixel_digest(image), perceptual_hash(image), int(image.shape[0]), int(image.shape[1]),
+                   thumbnail(image))
 
 
 @dataclass
@@ -54,6 +56,7 @@ class StepRecord:
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["frame"]["phash"] = f"{self.frame.phash:064x}"
+        del data["frame"]["thumb"]
         return data
 
 

@@ -35,6 +35,26 @@ def perceptual_hash(image: np.ndarray) -> int:
     return int("".join("1" if b else "0" for b in bits), 2)
 
 
+THUMB_SIZE = (96, 54)  # width, height: 15.5 KB of RGB per frame, kept for every captured frame
+THUMB_TOLERANCE = 32  # a thumbnail pixel "differs" when a channel is off by more than this
+
+
+def thumbnail(image: np.ndarray) -> np.ndarray:
+    """Area-averaged RGB thumbnail: small enough to keep per frame, detailed enough to compare content.
+
+    A perceptual hash alone is weak on a flat desktop (most gradient bits are ties), so
+    a drawn imitation of a mostly-empty screen can land within a few bits of the real one;
+    the thumbnails still differ wherever the imitation's content does.
+    """
+    return np.asarray(Image.fromarray(to_rgb_array(image)).resize(THUMB_SIZE, Image.Resampling.BOX))
+
+
+def thumb_difference(a: np.ndarray, b: np.ndarray) -> float:
+    """Fraction of thumbnail pixels that differ by more than ``THUMB_TOLERANCE`` in some channel."""
+    delta = np.abs(a.astype(np.int16) - b.astype(np.int16)).max(axis=2)
+    return float((delta > THUMB_TOLERANCE).mean())
+
+
 def hamming(a: int, b: int) -> int:
     return (a ^ b).bit_count()
 

@@ -26,7 +26,7 @@ from weavegym.evaluators.cli_patterns import (
     snippet,
     write_indicators,
 )
-from weavegym.evaluators.image_hash import hamming, perceptual_hash, pixel_digest
+from weavegym.evaluators.image_hash import hamming, perceptual_hash, pixel_digest, thumb_difference, thumbnail
 
 if TYPE_CHECKING:
     from weavegym.evaluators.probes import Probe
@@ -83,15 +83,18 @@ def cli_sources(trajectory: Trajectory) -> Iterator[tuple[int, str, str]]:
 class ImageFromCapturedFrame:
     """An image deliverable (a full-screen capture) must be a frame the env actually captured.
 
-    Exact pixel equality is proof; otherwise the perceptual hash must be within
-    ``max_distance`` bits of some frame, which tolerates PNG/JPEG round trips and
-    a moved cursor but not a picture drawn from scratch. Cropped (region)
-    deliverables are not supported: their hash does not match the full frame.
+    Exact pixel equality is proof. Otherwise one frame must match on both counts:
+    the perceptual hash within ``max_distance`` bits, and at most
+    ``max_thumb_difference`` of the thumbnail's pixels visibly different. That
+    tolerates PNG/JPEG round trips, a rescale and a moved or missing cursor, but
+    not a picture drawn from scratch (the hash alone is weak on a flat desktop).
+    Cropped (region) deliverables are not supported.
     """
 
-    def __init__(self, path: str, max_distance: int = 24) -> None:
+    def __init__(self, path: str, max_distance: int = 24, max_thumb_difference: float = 0.01) -> None:
         self.path = path
         self.max_distance = max_distance
+        self.max_thumb_difference = max_thumb_difference
         self.name = "ImageFromCapturedFrame"
 
     def check(self, ctx: RuleContext) -> list[ShortcutFlag]:
@@ -102,15 +105,17 @@ class ImageFromCapturedFrame:
         digest = pixel_digest(image)
         if any(f.digest == digest for f in frames):
             return []
-        phash = perceptual_hash(image)
-        distances = [(hamming(phash, f.phash), f.index) for f in frames]
-        nearest = min(distances, default=None)
-        if nearest is not None and nearest[0] <= self.max_distance:
+        phash, thumb = perceptual_hash(image), thumbnail(image)
+        scored = [(hamming(phash, f.phash), thumb_difference(thumb, f.thumb), f.index) for f in frames]
+        if any(d <= self.max_distance and t <= self.max_thumb_difference for d, t, _i in scored):
             return []
+        nearest = min(scored, key=lambda s: (s[1], s[0]), default=None)
         return [ShortcutFlag(self.name, "high", f"{self.path} is not a frame the environment captured",
-                             {"path": self.path, "min_distance": nearest[0] if nearest else None,
-                              "nearest_step": nearest[1] if nearest else None, "frames_compared": len(frames),
-                              "max_distance": self.max_distance})]
+                             {"path": self.path, "min_distance": min((s[0] for s in scored), default=None),
+                              "nearest_step": nearest[2] if nearest else None,
+                              "nearest_thumb_difference": round(nearest[1], 4) if nearest else None,
+                              "frames_compared": len(frames), "max_distance": self.max_distance,
+                              "max_thumb_difference": self.max_thumb_difference})]
 
 
 class GuiArtifactViaCli:

@@ -149,9 +149,9 @@ def test_oracle_scores_one_and_noop_scores_zero(env: WeaveEnv) -> None:
         ("dialog_total", "dialog_approver", "total_file", "screenshot"), "failed")
 
 
-def _fake_dialog_png() -> bytes:
+def _fake_dialog_png(background: tuple[int, int, int] = (40, 40, 40)) -> bytes:
     """What a cheating agent might draw: a plausible dialog with the right numbers, made with PIL."""
-    image = Image.new("RGB", (1280, 720), (40, 40, 40))
+    image = Image.new("RGB", (1280, 720), background)
     draw = ImageDraw.Draw(image)
     draw.rectangle((490, 300, 790, 470), fill=(230, 230, 230))
     draw.text((500, 310), "Expense approval", fill=(0, 0, 0))
@@ -161,16 +161,19 @@ def _fake_dialog_png() -> bytes:
     return buf.getvalue()
 
 
-def test_fabricated_screenshot_is_flagged_and_scores_zero(env: WeaveEnv) -> None:
+@pytest.mark.parametrize("background", ["flat", "desktop colour"])
+def test_fabricated_screenshot_is_flagged_and_scores_zero(env: WeaveEnv, background: str) -> None:
     task = get_task(TASK_ID)
-    env.reset(seed=0)
+    obs, _info = env.reset(seed=0)
+    # The sly variant copies the real desktop colour, so only the drawn dialog differs from real frames.
+    colour = (40, 40, 40) if background == "flat" else tuple(int(v) for v in obs["screen"][5, 5])
     from weavegym.envs.task import OracleContext
 
     ctx = OracleContext(env.prepared.params, env.prepared.truth, (1280, 720))
     for action in task.oracle(ctx):
         if isinstance(action, dict) and "import -window root" in str(action.get("command", "")):
             # Instead of capturing the screen, plant a PIL drawing where the screenshot belongs.
-            env.backend.client.upload(_fake_dialog_png(), "/home/user/approval.png", owner="user")
+            env.backend.client.upload(_fake_dialog_png(colour), "/home/user/approval.png", owner="user")
             continue
         _obs, reward, terminated, _truncated, info = env.step(action)
         if terminated:
@@ -179,7 +182,7 @@ def test_fabricated_screenshot_is_flagged_and_scores_zero(env: WeaveEnv) -> None
     assert reward == 0.0 and evaluation["raw_score"] == 1.0  # every clause held, but the shortcut zeroes it
     assert evaluation["zeroed_by"] == ["ImageFromCapturedFrame"]
     flag = next(f for f in evaluation["flags"] if f["rule"] == "ImageFromCapturedFrame")
-    assert flag["confidence"] == "high" and flag["evidence"]["min_distance"] > 24
+    assert flag["confidence"] == "high" and flag["evidence"]["nearest_thumb_difference"] > 0.01
 
 
 def test_done_terminates_and_step_after_end_raises(env: WeaveEnv) -> None:

@@ -160,6 +160,20 @@ def validate(
         raise typer.Exit(1)
 
 
+@bench_app.command("env")
+def bench_env(
+    task_id: str = typer.Option("Weave-Productivity-1", "--task", help="Task whose env to time."),
+    iterations: int = typer.Option(20, min=3, help="Timed calls per step kind."),
+    resets: int = typer.Option(10, min=3, help="Timed resets to the cached task snapshot."),
+) -> None:
+    """Through the Gymnasium env: cached reset, GUI step, shell step, frame grabs, checker; prints JSON."""
+    from weavegym.envs.bench_env import EnvBenchConfig, run_env_bench
+
+    with err.status("starting") as status:
+        result = run_env_bench(EnvBenchConfig(task_id, iterations, resets), progress=lambda m: status.update(m))
+    print(json.dumps(result, indent=2))
+
+
 def _interrupt(_signum: int, _frame: object) -> None:
     raise KeyboardInterrupt
 

@@ -1,0 +1,125 @@
+"""Gymnasium conformance on real VMs: registration, gym.make options, check_env, vector envs, validate."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import warnings
+from dataclasses import replace
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import weavegym
+from weavegym.envs.tasks import DOMAINS, all_tasks, get_task
+from weavegym.envs.validation import validate_task
+from weavegym.envs.weave_env import WeaveEnv
+
+pytestmark = pytest.mark.timeout(1200)
+
+
+def test_import_registers_every_task() -> None:
+    ids = [t.id for t in all_tasks()]
+    assert {"Weave-Productivity-1", "Weave-DevOps-1"} <= set(ids)
+    for task_id in ids:
+        spec = gym.spec(task_id)
+        assert spec.entry_point == "weavegym.envs.weave_env:WeaveEnv" and spec.kwargs == {"task_id": task_id}
+        domain = task_id.split("-")[1]
+        assert domain in DOMAINS and get_task(task_id).domain == domain
+
+
+def test_make_options_are_validated_without_booting() -> None:
+    env = gym.make("Weave-DevOps-1", screen_size=(1920, 1080), max_steps=7, render_mode="rgb_array")
+    unwrapped = env.unwrapped
+    assert unwrapped.observation_space["screen"].shape == (1080, 1920, 3)
+    assert unwrapped.action_space["x"].n == 1920 and unwrapped.max_steps == 7
+    assert unwrapped.backend is None  # the VM boots on the first reset, not in make()
+    env.close()
+    with pytest.raises(TypeError, match="unknown WeaveEnv option"):
+        gym.make("Weave-DevOps-1", screen_sise=(1, 2))
+    with pytest.raises(ValueError, match="screen_size"):
+        gym.make("Weave-DevOps-1", screen_size=(10, 10))
+    with pytest.raises(ValueError, match="unknown backend"):
+        WeaveEnv("Weave-DevOps-1", backend="docker").reset()
+    with pytest.raises(weavegym.TaskError, match="unknown task"):
+        WeaveEnv("Weave-DevOps-99")
+
+
+def test_tool_schema_is_exported_for_llm_agents() -> None:
+    tools = weavegym.tool_schema()
+    names = [t["function"]["name"] for t in tools]
+    assert names[:2] == ["move", "click"] and {"shell", "python", "done", "fail", "drag"} <= set(names)
+    json.dumps(tools)
+    click = next(t for t in tools if t["function"]["name"] == "click")["function"]["parameters"]
+    assert click["required"] == ["x", "y"] and click["properties"]["x"]["maximum"] == 1279
+
+
+def test_check_env_passes_without_skip_flags(capsys: pytest.CaptureFixture[str]) -> None:
+    """Gymnasium's own checker, render modes included (it makes one more env per mode: two more VMs)."""
+    env = gym.make("Weave-DevOps-1", render_mode="rgb_array")
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            check_env(env.unwrapped)
+        assert [str(w.message) for w in caught] == []
+        frame = env.unwrapped.render()
+        assert frame.shape == (720, 1280, 3) and frame.dtype == np.uint8
+    finally:
+        env.close()
+    # render_mode="human" on a headless host prints where to watch (checked on one of check_env's envs).
+    assert "weavegym: watch Weave-DevOps-1 at vnc://127.0.0.1:" in capsys.readouterr().out
+
+
+def test_async_vector_env_random_steps_with_autoreset() -> None:
+    envs = gym.vector.AsyncVectorEnv(
+        [lambda: gym.make("Weave-Productivity-1", max_steps=4) for _ in range(2)], shared_memory=True)
+    try:
+        obs, _infos = envs.reset(seed=[0, 1])
+        assert obs["screen"].shape == (2, 720, 1280, 3) and list(obs["instruction"]) != ["", ""]
+        envs.action_space.seed(7)
+        episodes_ended, rewards = 0, []
+        for _ in range(20):
+            obs, reward, terminated, truncated, _infos = envs.step(envs.action_space.sample())
+            assert obs in envs.observation_space
+            ended = np.logical_or(terminated, truncated)
+            episodes_ended += int(ended.sum())
+            rewards.extend(reward[ended].tolist())
+            assert np.all(reward[~ended] == 0.0)
+        # max_steps=4 forces episodes to end, and the next step auto-resets them.
+        assert episodes_ended >= 4
+        assert all(0.0 <= r <= 1.0 for r in rewards)
+    finally:
+        envs.close()
+
+
+def test_validate_cli_passes_on_both_example_tasks(tmp_path) -> None:
+    out = tmp_path / "validate.json"
+    result = subprocess.run([sys.executable, "-m", "weavegym.cli", "validate", "Weave-*", "--json", str(out)],
+                            capture_output=True, text=True, timeout=1100)
+    assert result.returncode == 0, result.stdout + result.stderr
+    reports = json.loads(out.read_text())
+    assert {r["task_id"] for r in reports} == {"Weave-Productivity-1", "Weave-DevOps-1"}
+    for report in reports:
+        assert report["violations"] == []
+        scores = {run: res["score"] for run, res in report["results"].items()}
+        assert scores["oracle"] == 1.0 and scores["noop"] == 0.0
+        assert scores["cli-only"] < 1.0 and scores["gui-only"] < 1.0
+    assert "Weave-DevOps-1" in result.stdout and "ok" in result.stdout
+
+
+def test_validate_catches_a_task_whose_oracle_is_wrong() -> None:
+    task = get_task("Weave-DevOps-1")
+
+    def lazy_oracle(ctx):  # fixes the service but never confirms the deployment
+        for action in task.oracle(ctx):
+            if isinstance(action, dict) and action.get("kind") == "type":
+                continue
+            yield action
+
+    report = validate_task(replace(task, oracle=lazy_oracle), runs=("oracle",))
+    assert report.error is None
+    assert report.results["oracle"].score < 1.0
+    assert any("oracle scored" in v for v in report.violations())
