@@ -18,6 +18,7 @@ import numpy as np
 from weavegym.envs.deadline import wait_for
 from weavegym.envs.errors import TaskError
 from weavegym.envs.guest_client import ExecResult, GuestClient, WindowInfo
+from weavegym.envs.window_manager import nudge_window_manager
 
 DESKTOP_USER = "user"
 HOME = f"/home/{DESKTOP_USER}"
@@ -36,6 +37,7 @@ class SetupContext:
         self.home = HOME
         self.user = DESKTOP_USER
         self.private_dir = PRIVATE_DIR
+        self._launch_logs: list[str] = []
 
     def run(self, command: str | list[str], *, user: str = "", timeout: float = 60.0, check: bool = True,
             stdin: bytes | str = b"") -> ExecResult:
@@ -66,7 +68,7 @@ class SetupContext:
         except (FileNotFoundError, ModuleNotFoundError) as exc:
             raise TaskError(f"{self.task_id}: fixture {name!r} not found in {package}: {exc}") from None
 
-    def launch_gui(self, shell_line: str, *, name: str) -> None:
+    def launch_gui(self, shell_line: str, *, name: str) -> str:
         """Start a GUI program detached, as the desktop user on the desktop's display.
 
         ``shell_line`` runs under ``sh -c`` as *root*, which lets it redirect the program's
@@ -78,17 +80,27 @@ class SetupContext:
         line = shell_line.format(as_user=as_user)
         log = f"/tmp/weavegym-launch-{re.sub(r'[^A-Za-z0-9_.-]', '_', name)}.log"
         self.run(["bash", "-c", f"setsid -f sh -c {shlex.quote(line)} >{log} 2>&1 </dev/null"])
+        self._launch_logs.append(log)
+        return log
 
-    def wait_window(self, title_pattern: str, timeout: float = 60.0) -> WindowInfo:
+    def wait_window(self, title_pattern: str, timeout: float = 120.0) -> WindowInfo:
         """Wait until a mapped window whose title matches the regex exists; return it."""
         regex = re.compile(title_pattern)
 
         def probe() -> WindowInfo | None:
             windows, _wm = self.client.list_windows(timeout=10)
-            return next((w for w in windows if w.mapped and regex.search(w.title)), None)
+            found = next((w for w in windows if w.mapped and regex.search(w.title)), None)
+            if found is None:
+                nudge_window_manager(self.client)  # a stalled WM event loop must not hide the window
+            return found
 
         try:
             return wait_for(probe, timeout, what=f"a window titled /{title_pattern}/")
         except TimeoutError:
+            logs = self.run(["bash", "-c", "tail -n 20 " + " ".join(self._launch_logs) + " </dev/null; "
+                             "ps -eo pid,stat,etime,args | grep -E 'zenity|runuser|setsid' | grep -v grep"],
+                            check=False).stdout
+            titles = [w.title for w in self.client.list_windows(timeout=10)[0] if w.mapped]
             raise TaskError(f"{self.task_id} setup: no window titled /{title_pattern}/ appeared within "
-                            f"{timeout:.0f} s") from None
+                            f"{timeout:.0f} s; mapped windows: {titles}; launch logs: {logs.strip()[-1500:]}"
+                            ) from None

@@ -26,7 +26,15 @@ import numpy as np
 from weavegym.envs import actions as actions_mod
 from weavegym.envs.backends.base import Backend, make_backend
 from weavegym.envs.config import EnvConfig
-from weavegym.envs.errors import AgentRequestError, EpisodeError, InvalidActionError, TaskError
+from weavegym.envs.errors import (
+    AgentError,
+    AgentRequestError,
+    AgentUnavailableError,
+    BackendError,
+    EpisodeError,
+    InvalidActionError,
+    TaskError,
+)
 from weavegym.envs.executor import ActionExecutor, ActionOutcome
 from weavegym.envs.frames import settle
 from weavegym.envs.setup_context import SetupContext
@@ -38,6 +46,7 @@ from weavegym.envs.tasks import get_task
 from weavegym.envs.trajectory import FrameRecord, StepRecord, Trajectory
 
 READY = "ready"
+AGENT_RESTART_TIMEOUT_S = 30.0
 
 
 class WeaveEnv(gym.Env[dict[str, Any], dict[str, Any]]):
@@ -121,11 +130,15 @@ class WeaveEnv(gym.Env[dict[str, Any], dict[str, Any]]):
                 outcome = self._executor_for().execute(parsed, self._budget_left())
             except AgentRequestError as exc:
                 error = f"the guest rejected the action, nothing was done: {exc}"
+            except AgentUnavailableError as exc:
+                error = self._recover_agent(exc)
         t_acted = time.monotonic()
         truncated_output = False
         if outcome.terminal is not None:
             self._terminal, truncated_output = _clip_terminal(outcome.terminal, self.config.terminal_max_chars)
             self._exit_code = int(outcome.exit_code if outcome.exit_code is not None else -1)
+        if not self.backend.is_running():
+            raise BackendError("the VM is not running (killed or crashed); call reset() to recover it")
         settled = settle(self.backend.grab_frame, self.config.settle_timeout_s)
         self._frame = settled.frame
         timings = {"parse_s": t_parsed - t0, "act_s": t_acted - t_parsed, "frame_s": settled.seconds,
@@ -232,6 +245,19 @@ class WeaveEnv(gym.Env[dict[str, Any], dict[str, Any]]):
             backend.delete_snapshot(old.name)
         backend.reset(entry.name)  # every episode starts from a snapshot load, the first one included
         return entry, True
+
+    def _recover_agent(self, exc: AgentUnavailableError) -> str:
+        """The agent vanished mid-action. If it comes back (systemd restarts it), report the action as
+        uncertain and go on; if the VM itself is gone, raise: the next ``reset()`` recovers it."""
+        assert self.backend is not None and self.backend.client is not None
+        if not self.backend.is_running():
+            raise BackendError("the VM stopped during the action; call reset() to recover it") from exc
+        try:
+            self.backend.client.reconnect()
+            self.backend.client.wait_ready(AGENT_RESTART_TIMEOUT_S)
+        except AgentError:
+            raise exc from None
+        return f"lost the guest agent during the action (it has restarted); the action may have partly run: {exc}"
 
     def _budget_left(self) -> float:
         return self.time_budget_s - (time.monotonic() - self._episode_start)

@@ -6,6 +6,7 @@ starts with a reset, which is a snapshot load.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import time
 
@@ -13,7 +14,7 @@ import numpy as np
 import pytest
 from PIL import Image, ImageDraw
 
-from weavegym.envs.errors import EpisodeError
+from weavegym.envs.errors import AgentError, EpisodeError, WeaveGymError
 from weavegym.envs.tasks import get_task
 from weavegym.envs.weave_env import WeaveEnv
 
@@ -227,6 +228,27 @@ def test_trajectory_records_every_step(env: WeaveEnv) -> None:
     assert env.trajectory.code() == [(1, "echo hi")]
     lines = env.trajectory.to_jsonl().splitlines()
     assert len(lines) == 4
+
+
+def test_killed_agent_is_survived(env: WeaveEnv) -> None:
+    _fresh(env)
+    with contextlib.suppress(AgentError):  # the call that kills the agent loses its own connection
+        env.backend.client.exec("systemctl kill -s KILL weavegym-agent.service", timeout=10)
+    _obs, _r, _t, _tr, info = env.step('shell("echo first")')
+    assert info["action_error"] is None or "lost the guest agent" in info["action_error"]
+    obs, _r, _t, _tr, info = env.step('shell("echo back")')
+    assert info["action_error"] is None and obs["terminal"] == "back\n"
+
+
+def test_killed_vm_raises_then_reset_recovers(env: WeaveEnv) -> None:
+    _fresh(env)
+    env.backend.domain.destroy()
+    with pytest.raises(WeaveGymError):
+        env.step('shell("echo into the void")')
+    obs, info = env.reset(seed=0)  # a new QEMU loads the task snapshot from the overlay: no cold boot
+    assert info["snapshot"] == "cached" and obs in env.observation_space
+    obs, _r, _t, _tr, info = env.step('shell("cat ~/expenses.csv | head -1")')
+    assert obs["terminal"] == "date,category,amount\n"
 
 
 def test_close_twice_and_reset_after_close() -> None:

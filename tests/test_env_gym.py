@@ -73,6 +73,23 @@ def test_check_env_passes_without_skip_flags(capsys: pytest.CaptureFixture[str])
     assert "weavegym: watch Weave-DevOps-1 at vnc://127.0.0.1:" in capsys.readouterr().out
 
 
+def test_full_hd_screen() -> None:
+    env = gym.make("Weave-DevOps-1", screen_size=(1920, 1080))
+    try:
+        obs, info = env.reset(seed=0)
+        assert obs["screen"].shape == (1080, 1920, 3)
+        x, y, w, h = env.unwrapped.prepared.truth["window"]
+        assert x + w <= 1920 and y + h <= 1080  # the dialog is laid out on the big screen
+        obs, _r, _t, _tr, info = env.step({"kind": "click", "x": 1919, "y": 1079})
+        assert info["action_error"] is None
+        _obs, _r, _t, _tr, info = env.step({"kind": "click", "x": 1920, "y": 0})
+        assert "1920" in info["action_error"]
+        obs, *_ = env.step('shell("xdpyinfo | grep dimensions")')
+        assert "1920x1080 pixels" in obs["terminal"]
+    finally:
+        env.close()
+
+
 def test_async_vector_env_random_steps_with_autoreset() -> None:
     envs = gym.vector.AsyncVectorEnv(
         [lambda: gym.make("Weave-Productivity-1", max_steps=4) for _ in range(2)], shared_memory=True)

@@ -111,7 +111,13 @@ def tasks(pattern: str = typer.Argument("Weave-*", help="Shell-style id pattern.
     for task in match_tasks(pattern):
         table.add_row(task.id, task.title, task.profile, str(task.max_steps), str(len(task.clauses)),
                       task.channels.why_both)
-    Console().print(table)
+    _wide_console().print(table)
+
+
+def _wide_console() -> Console:
+    """Tables go to stdout; when that is a file or pipe (CI logs), do not squeeze them into 80 columns."""
+    console = Console()
+    return console if console.is_terminal else Console(width=200)
 
 
 @app.command()
@@ -152,7 +158,7 @@ def validate(
         failed += bool(problems)
         table.add_row(report.task_id, *cells, "[green]ok[/green]" if not problems else
                       "[red]" + "; ".join(problems) + "[/red]")
-    Console().print(table)
+    _wide_console().print(table)
     if json_out is not None:
         json_out.write_text(json.dumps([asdict(r) | {"violations": r.violations()} for r in reports], indent=2))
     if failed:

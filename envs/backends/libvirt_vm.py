@@ -34,6 +34,7 @@ from weavegym.envs.errors import AgentError, BackendError, HostSetupError, VMSta
 from weavegym.envs.frames import read_ppm
 from weavegym.envs.guest_client import ClientConfig, GuestClient
 from weavegym.envs.paths import default_cache_dir
+from weavegym.envs.window_manager import nudge_window_manager
 from weavegym.guest_agent.relay import Relay, tcp_listener, vsock_connector
 from weavegym.vm_images.builder import BuiltImage, require_image
 from weavegym.vm_images.recipe import ImageRecipe
@@ -108,6 +109,7 @@ class LibvirtVM:
         self._run_dir = self.config.cache_dir / "run" / self.name
         self._relay: Relay | None = None
         self._last_frame = b""
+        self._wm_manages_windows = False
         self._closed = False
         self._local_qemu = self.config.resolved_uri().startswith("qemu:///")
         self._finalizer = weakref.finalize(self, LibvirtVM._teardown, self.name, self.config.resolved_uri(),
@@ -333,9 +335,37 @@ class LibvirtVM:
         classes = {w.wm_class for w in windows}
         if not wm or not set(self.image.manifest.get("ready_window_classes", [])) <= classes:
             return False
+        if not self._wm_manages_windows:
+            self._wm_manages_windows = self._probe_window_manager()
+            return False
         digest = hashlib.sha256(self.client.screenshot(hide_cursor=True).image.tobytes()).digest()
         settled, self._last_frame = digest == self._last_frame, digest
         return settled
+
+    def _probe_window_manager(self) -> bool:
+        """Map a throwaway window and wait until the WM lists it as a client.
+
+        The WM announces itself (``_NET_SUPPORTING_WM_CHECK``) long before it manages
+        windows: openbox took 17 s between the two with two TCG guests on two cores.
+        Worse, openbox 3.6 under TCG can stall right after startup with a MapRequest
+        it has not processed (the window stays unmapped until some other event
+        arrives); a ``ready`` snapshot of that state restores a desktop where new
+        windows never appear. Each poll therefore also nudges the WM with a root
+        property change, and readiness means "the WM managed a window".
+        """
+        assert self.client is not None
+        client, title = self.client, "weavegym-wm-probe"
+        client.exec(f"xmessage -name {title} -title {title} {title} >/dev/null 2>&1 &", user="user", timeout=10)
+
+        def managed() -> bool:
+            nudge_window_manager(client)
+            return any(w.title == title for w in client.list_windows(timeout=10)[0])
+
+        try:
+            wait_for(managed, self.config.boot_timeout_s / 2, what="the window manager to manage a probe window")
+        finally:
+            client.exec(["pkill", "-f", f"xmessage -name {title}"], timeout=10)
+        return True
 
     def _recover(self, snapshot: str) -> None:
         """QEMU is gone: start a fresh one paused, load the snapshot from the overlay, resume."""
