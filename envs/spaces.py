@@ -262,3 +262,6 @@ def action_space(screen: tuple[int, int], limits: ActionLimits = ActionLimits())
             "seconds": Box(0.05, 5.0, shape=(), dtype=np.float32),
         }
     )
+
+# Registers UnicodeText's shared-memory readers/writers with gymnasium (see envs/shared_text.py).
+from weavegym.envs import shared_text as _shared_text  # noqa: E402, F401

@@ -7,6 +7,7 @@ import pickle
 import time
 import warnings
 
+import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium.spaces import Box, Dict, Discrete, Text
@@ -186,3 +187,42 @@ def test_sanitize_text_makes_any_output_a_member() -> None:
     space = UnicodeText(8, min_length=0)
     cleaned = sanitize_text("a\x00b\ud800c-long-tail", space.max_length)
     assert cleaned == "a\ufffdb\ufffdc-lo" and cleaned in space
+
+
+class _TextEnv(gym.Env):
+    """A VM-free env with the real observation space, whose text changes every step."""
+
+    def __init__(self) -> None:
+        self.observation_space = observation_space((64, 48))
+        self.action_space = action_space((64, 48))
+        self.t = 0
+
+    def _obs(self) -> dict:
+        return {"screen": np.full((48, 64, 3), self.t, np.uint8), "terminal": "中😀" * self.t,
+                "exit_code": np.array(self.t, dtype=np.int64), "instruction": "Do the thing"}
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return self._obs(), {}
+
+    def step(self, action):
+        self.t += 1
+        return self._obs(), 0.0, self.t >= 3, False, {}
+
+
+def test_async_vector_env_shared_memory_carries_live_text() -> None:
+    """gymnasium reads Text shared memory once (a stale tuple of NULs); UnicodeText must track the workers."""
+    envs = gym.vector.AsyncVectorEnv([_TextEnv, _TextEnv], shared_memory=True)
+    try:
+        obs, _ = envs.reset(seed=[0, 1])
+        assert obs["instruction"] == ("Do the thing", "Do the thing") and obs in envs.observation_space
+        seen = []
+        for _ in range(4):
+            obs, *_ = envs.step(envs.action_space.sample())
+            assert obs in envs.observation_space
+            seen.append(obs["terminal"])
+        # t = 1, 2, 3 (terminated), then the autoreset observation
+        assert seen == [("中😀",) * 2, ("中😀" * 2,) * 2, ("中😀" * 3,) * 2, ("",) * 2]
+    finally:
+        envs.close()
