@@ -8,10 +8,11 @@ PY := $(VENV)/bin/python
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 # Host packages: Xvfb and X clients for the agent tests (zenity is the GTK text widget, xclip an
 # independent clipboard client, openbox a real EWMH window manager), QEMU for the KVM probe and VMs,
-# debootstrap and e2fsprogs for image builds.
+# debootstrap and e2fsprogs for image builds, headless Chromium to check the HTML report renders.
 APT_PACKAGES := python3-venv xvfb x11-utils xauth xdotool zenity xclip openbox \
 	qemu-system-x86 qemu-utils debootstrap e2fsprogs \
-	libvirt-daemon-system libvirt-daemon-driver-qemu libvirt-clients libvirt-dev pkg-config gcc
+	libvirt-daemon-system libvirt-daemon-driver-qemu libvirt-clients libvirt-dev pkg-config gcc \
+	chromium
 PROTO := protos/weavegym/agent/v1/agent.proto
 GENERATED := agent_pb2.py agent_pb2.pyi agent_pb2_grpc.py
 

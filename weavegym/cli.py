@@ -180,6 +180,75 @@ def bench_env(
     print(json.dumps(result, indent=2))
 
 
+@app.command()
+def run(
+    agent: str = typer.Option("oracle", help="random, noop, oracle or llm."),
+    tasks: str = typer.Option("Weave-*", help="Shell-style pattern of task ids."),
+    workers: int = typer.Option(1, min=1, help="Parallel worker processes, one env (VM) each."),
+    out: Path = typer.Option(Path("runs/latest"), help="Output directory (one folder per task and episode)."),
+    episodes: int = typer.Option(1, min=1, help="Episodes per task (episode k uses task seed SEED+k)."),
+    resume: bool = typer.Option(False, help="Skip episodes that already finished in OUT."),
+    seed: int = typer.Option(0, help="Task seed of episode 0."),
+    max_steps: int | None = typer.Option(None, min=1, help="Override every task's max_steps."),
+    llm_base_url: str | None = typer.Option(None, help="llm agent: OpenAI-compatible base URL (…/v1)."),
+    llm_model: str | None = typer.Option(None, help="llm agent: model name."),
+) -> None:
+    """Run an agent over tasks headless; writes steps, frames, evaluations and results.json."""
+    from rich.table import Table
+
+    from weavegym.baselines.runner import RunConfig, plan
+    from weavegym.baselines.runner import run as run_all
+    from weavegym.envs.tasks import match_tasks
+
+    selected = [t.id for t in match_tasks(tasks)]
+    if not selected:
+        err.print(f"[red]no task matches {tasks!r}[/red]")
+        raise typer.Exit(2)
+    agent_options = {k: v for k, v in {"base_url": llm_base_url, "model": llm_model}.items() if v is not None}
+    env_options = {"max_steps": max_steps} if max_steps else {}
+    config = RunConfig(agent=agent, tasks=tuple(selected), out=out, episodes=episodes, workers=workers,
+                       resume=resume, seed=seed, agent_options=agent_options, env_options=env_options)
+    columns = (TextColumn("{task.description:<40}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=err) as bar:
+        overall = bar.add_task(f"{agent} on {len(selected)} task(s)", total=len(selected) * episodes)
+        bar.update(overall, completed=len(plan(config)[1]))  # finished in an earlier run (--resume)
+
+        def progress(summary: dict, _done: int, _total: int) -> None:
+            score = "error" if summary["status"] == "error" else f"{summary['score']:.2f}"
+            bar.update(overall, advance=1, description=f"{summary['task_id']} ep{summary['episode']}: {score}")
+
+        results = run_all(config, progress)
+    table = Table("domain", "episodes", "pass rate", "mean score", "mean steps", "mean wall s", "errors",
+                  title=f"weavegym run --agent {agent} ({out})")
+    for domain, agg in [*results["by_domain"].items(), ("all", results["overall"])]:
+        table.add_row(domain, str(agg["episodes"]), f"{agg['pass_rate']:.0%}", f"{agg['mean_score']:.2f}",
+                      f"{agg['mean_steps']:.1f}", f"{agg['mean_wall_s']:.0f}", str(agg["errors"]))
+    _wide_console().print(table)
+    err.print(f"results: {out / 'results.json'}")
+
+
+@app.command()
+def report(
+    run_dir: Path = typer.Argument(..., help="A directory written by `weavegym run`."),
+    export: str | None = typer.Option(None, help="Also export every episode as 'gif' or 'mp4'."),
+    fps: float = typer.Option(2.0, min=0.1, help="Frames per second of the export."),
+) -> None:
+    """Write RUN_DIR/report.html: summary tables and, per episode, a timeline of annotated frames."""
+    from weavegym.baselines.export import export_episode
+    from weavegym.baselines.report import write_report
+
+    if not run_dir.is_dir():
+        err.print(f"[red]{run_dir} is not a directory written by `weavegym run`[/red]")
+        raise typer.Exit(2)
+    if export not in (None, "gif", "mp4"):
+        raise typer.BadParameter("--export must be gif or mp4")
+    path = write_report(run_dir)
+    print(f"report: {path}")
+    if export:
+        for episode in sorted(p.parent for p in run_dir.glob("*/ep*/steps.jsonl")):
+            print(f"{export}: {export_episode(episode, episode / f'episode.{export}', fps=fps)}")
+
+
 def _interrupt(_signum: int, _frame: object) -> None:
     raise KeyboardInterrupt
 
