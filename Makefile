@@ -22,7 +22,8 @@ CACHE_DIR ?= $(HOME)/.cache/weavegym
 
 help:
 	@echo "make test   - install everything needed, then run the test suite"
-	@echo "make demo   - install everything needed, then run doctor and the agent benchmark"
+	@echo "make demo   - install everything needed, then run the oracle and a random agent on one task, with reports"
+	@echo "make bench  - the agent, VM and env benchmarks"
 	@echo "make test-full - also build the full (XFCE) image and run its smoke test"
 	@echo "make protos - regenerate the gRPC stubs from $(PROTO)"
 
@@ -87,10 +88,21 @@ test-full: setup image
 	$(SUDO) $(VENV)/bin/weavegym image build --profile full --cache-dir $(CACHE_DIR)
 	WEAVEGYM_CACHE_DIR=$(CACHE_DIR) $(PY) -m pytest -q -m full_image
 
+# The oracle and the random agent on one task, headless; results tables, HTML reports, VNC addresses.
+DEMO_TASK ?= Weave-DevOps-1
+DEMO_OUT ?= runs/demo
 demo: setup image
 	-WEAVEGYM_CACHE_DIR=$(CACHE_DIR) $(VENV)/bin/weavegym doctor
+	WEAVEGYM_CACHE_DIR=$(CACHE_DIR) $(VENV)/bin/weavegym run --agent oracle --tasks $(DEMO_TASK) --out $(DEMO_OUT)/oracle
+	WEAVEGYM_CACHE_DIR=$(CACHE_DIR) $(VENV)/bin/weavegym run --agent random --tasks $(DEMO_TASK) --max-steps 12 \
+		--out $(DEMO_OUT)/random
+	$(VENV)/bin/weavegym report $(DEMO_OUT)/oracle
+	$(VENV)/bin/weavegym report $(DEMO_OUT)/random --export gif
+
+bench: setup image
 	$(VENV)/bin/weavegym bench agent --iterations 50
 	WEAVEGYM_CACHE_DIR=$(CACHE_DIR) $(VENV)/bin/weavegym bench vm --resets 5 --libvirt-resets 1
+	WEAVEGYM_CACHE_DIR=$(CACHE_DIR) $(VENV)/bin/weavegym bench env
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info

@@ -99,7 +99,8 @@ class EpisodeWriter:
         self._steps.close()
 
 
-def run_episode(env: Any, agent: Any, item: WorkItem, out: Path, agent_name: str) -> dict[str, Any]:
+def run_episode(env: Any, agent: Any, item: WorkItem, out: Path, agent_name: str,
+                on_reset: Callable[[Any], None] | None = None) -> dict[str, Any]:
     """Reset, let the agent act until the episode ends, write everything; returns the episode summary."""
     from weavegym.baselines.agent import EpisodeStart
     from weavegym.envs.task import OracleContext
@@ -109,6 +110,8 @@ def run_episode(env: Any, agent: Any, item: WorkItem, out: Path, agent_name: str
     try:
         obs, info = env.reset(seed=item.seed)
         unwrapped = env.unwrapped
+        if on_reset is not None:
+            on_reset(unwrapped)
         trajectory = unwrapped.trajectory
         screen = tuple(unwrapped.config.screen_size)
         frame_files: dict[int, str] = {}
@@ -160,7 +163,7 @@ def _worker(config: RunConfig, items: mp.Queue, results: mp.Queue) -> None:
     import weavegym  # noqa: F401  (registers the tasks in this process)
     from weavegym.baselines.agent import make_agent
 
-    env, env_task = None, None
+    env, env_task, announced = None, None, False
     agent = make_agent(config.agent, **config.agent_options)
     try:
         while (raw := items.get()) is not None:
@@ -172,7 +175,15 @@ def _worker(config: RunConfig, items: mp.Queue, results: mp.Queue) -> None:
                         if env is not None:
                             env.close()
                         env, env_task = gym.make(item.task_id, **config.env_options), item.task_id
-                    summary = run_episode(env, agent, item, config.out, config.agent)
+                        announced = False
+
+                    def announce(unwrapped: Any, task_id: str = item.task_id) -> None:
+                        nonlocal announced
+                        if not announced:  # the VM exists once reset returns: say where to watch it live
+                            results.put({"event": "vnc", "task_id": task_id, "vnc": str(unwrapped.backend.vnc)})
+                            announced = True
+
+                    summary = run_episode(env, agent, item, config.out, config.agent, on_reset=announce)
                     break
                 except Exception as exc:  # one episode's failure must not end the run
                     error = f"attempt {attempt}: {type(exc).__name__}: {exc}"
@@ -195,7 +206,11 @@ def _worker(config: RunConfig, items: mp.Queue, results: mp.Queue) -> None:
 
 
 def run(config: RunConfig, progress: Callable[[dict[str, Any], int, int], None] | None = None) -> dict[str, Any]:
-    """Run every planned episode over ``config.workers`` processes; returns (and writes) results.json."""
+    """Run every planned episode over ``config.workers`` processes; returns (and writes) results.json.
+
+    ``progress`` receives each finished episode's summary, and also ``{"event": "vnc", ...}`` messages
+    when a worker's VM is up (they do not count as finished episodes).
+    """
     config.out.mkdir(parents=True, exist_ok=True)
     todo, _finished_before = plan(config)
     (config.out / "run.json").write_text(json.dumps(
@@ -220,7 +235,8 @@ def run(config: RunConfig, progress: Callable[[dict[str, Any], int, int], None] 
                 if not any(p.is_alive() for p in procs):
                     break
                 continue
-            finished += 1
+            if "event" not in summary:
+                finished += 1
             if progress is not None:
                 progress(summary, finished, len(todo))
     finally:

@@ -67,3 +67,46 @@ def test_kill_mid_run_then_resume_finishes_the_rest(tmp_path: Path) -> None:
     assert [e["status"] for e in results["episodes"]] == ["done", "done", "done"]
     assert [e["score"] for e in results["episodes"]] == [0.0, 0.0, 0.0]
     assert [e["seed"] for e in results["episodes"]] == [0, 1, 2]
+
+
+def test_debug_prints_vnc_details_a_real_client_can_use(tmp_path: Path) -> None:
+    from vncdotool import api as vnc_api
+
+    proc = subprocess.Popen([*CLI, "debug", "Weave-DevOps-1", "--agent", "oracle"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
+    try:
+        lines: list[str] = []
+
+        def line_with(prefix: str) -> str:
+            while True:
+                line = proc.stdout.readline()
+                assert line, "debug exited early:\n" + "".join(lines)
+                lines.append(line)
+                if line.startswith(prefix):
+                    return line
+
+        vnc_line = line_with("VNC: ")  # "VNC: vnc://127.0.0.1:5910 password: abcd1234"
+        address, password = vnc_line.split()[1], vnc_line.split()[3]
+        host, port = address.removeprefix("vnc://").rsplit(":", 1)
+        client = vnc_api.connect(f"{host}::{port}", password=password, timeout=60)
+        try:
+            client.captureScreen(str(tmp_path / "vnc.png"))
+        finally:
+            client.disconnect()
+        from PIL import Image
+
+        image = Image.open(tmp_path / "vnc.png")
+        assert image.size == (1280, 720) and len(image.getcolors(1 << 20) or []) > 10
+        line_with("next action: ")
+        proc.stdin.write("\n")  # run the oracle's first action
+        line_with("step 1:")
+        line_with("next action: ")
+        proc.stdin.write("h\n")  # hand over to a human, who does nothing more
+        line_with("Your turn over VNC")
+        proc.stdin.write("\n")  # score the final state
+        score_line = line_with("score: ")
+        assert score_line.startswith("score: 0.00")  # the service was never fixed
+        assert proc.wait(timeout=120) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()

@@ -214,6 +214,9 @@ def run(
         bar.update(overall, completed=len(plan(config)[1]))  # finished in an earlier run (--resume)
 
         def progress(summary: dict, _done: int, _total: int) -> None:
+            if summary.get("event") == "vnc":
+                err.print(f"watch {summary['task_id']} live at {summary['vnc']}")
+                return
             score = "error" if summary["status"] == "error" else f"{summary['score']:.2f}"
             bar.update(overall, advance=1, description=f"{summary['task_id']} ep{summary['episode']}: {score}")
 
@@ -247,6 +250,18 @@ def report(
     if export:
         for episode in sorted(p.parent for p in run_dir.glob("*/ep*/steps.jsonl")):
             print(f"{export}: {export_episode(episode, episode / f'episode.{export}', fps=fps)}")
+
+
+@app.command()
+def debug(
+    task_id: str = typer.Argument(..., help="The task to open, e.g. Weave-DevOps-1."),
+    agent: str | None = typer.Option(None, help="Step this agent (random, noop, oracle, llm); none: a human drives."),
+    seed: int = typer.Option(0, help="Task seed."),
+) -> None:
+    """Boot one episode, print its VNC address and password, step an agent by hand or let a human drive."""
+    from weavegym.baselines.debug import debug_episode
+
+    debug_episode(task_id, agent, seed, read_line=sys.stdin.readline, out=sys.stdout)
 
 
 def _interrupt(_signum: int, _frame: object) -> None:
