@@ -43,6 +43,12 @@ def test_run_oracle_two_workers_writes_every_file(tmp_path: Path) -> None:
         assert 1 <= len(frames) <= len(steps)  # de-duplicated: identical frames share one file
         assert len({s["frame_file"] for s in steps}) == len(frames)
         assert any(s["channel"] == "cli" and s["terminal"] for s in steps)
+    report = subprocess.run([*CLI, "report", str(out), "--export", "gif"], capture_output=True, text=True,
+                            timeout=300)
+    assert report.returncode == 0, report.stdout + report.stderr
+    html = (out / "report.html").read_text()
+    assert "Weave-DevOps-1" in html and "Weave-Productivity-1" in html and "annotated/" in html
+    assert (out / "Weave-DevOps-1" / "ep0" / "episode.gif").stat().st_size > 10_000
 
 
 def test_kill_mid_run_then_resume_finishes_the_rest(tmp_path: Path) -> None:
