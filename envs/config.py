@@ -19,6 +19,8 @@ class EnvConfig:
     terminal_max_chars: int = 16384  # obs["terminal"] keeps the head and tail of longer output
     shell_timeout_s: float = 30.0  # default deadline of one shell/python action
     settle_timeout_s: float = 1.0  # how long an observation waits for the screen to stop changing
+    settle_stable_s: float = 0.1  # ... i.e. to stay unchanged this long (0: take the first frame; fastest)
+    setup_stable_s: float = 2.0  # how long the screen must stay unchanged before a task snapshot is saved
     max_task_snapshots: int = 4  # task snapshots kept per VM (least recently used are deleted)
     backend_options: dict[str, Any] = field(default_factory=dict)  # e.g. {"memory_mib": 3072, "accel": "tcg"}
 

@@ -4,7 +4,7 @@ The libvirt backend reads QEMU's own display (HMP ``screendump``), which costs
 about a tenth of an in-guest capture under TCG and is exactly what VNC shows;
 other backends use the agent's screenshot. ``settle`` waits, with a deadline,
 until two consecutive frames are identical, so an observation is not a frame
-caught halfway through a redraw.
+caught halfway through a redraw (see ``settle``).
 """
 
 from __future__ import annotations
@@ -48,16 +48,27 @@ class SettleResult:
     seconds: float
 
 
-def settle(grab: Callable[[], np.ndarray], timeout: float, first: np.ndarray | None = None) -> SettleResult:
-    """Grab until two consecutive frames are equal or ``timeout`` passes; return the last frame."""
+def settle(grab: Callable[[], np.ndarray], timeout: float, stable_for: float = 0.1,
+           first: np.ndarray | None = None, poll: float = 0.02) -> SettleResult:
+    """Grab until the frame has not changed for ``stable_for`` seconds, or ``timeout`` passes.
+
+    "Two consecutive frames are equal" is not enough on its own: a host-side grab
+    takes ~7 ms, so two grabs almost always match even while an app is still
+    drawing. The screen must stay unchanged over a stretch of wall time.
+    """
     start = time.monotonic()
     previous = first if first is not None else grab()
     grabs = 0 if first is not None else 1
+    unchanged_since = start
     while True:
+        now = time.monotonic()
+        if now - unchanged_since >= stable_for:
+            return SettleResult(previous, True, grabs, now - start)
+        if now - start >= timeout:
+            return SettleResult(previous, False, grabs, now - start)
+        time.sleep(poll)  # pacing the grabs, not waiting for readiness: the condition is checked each round
         current = grab()
         grabs += 1
-        if np.array_equal(current, previous):
-            return SettleResult(current, True, grabs, time.monotonic() - start)
-        if time.monotonic() - start >= timeout:
-            return SettleResult(current, False, grabs, time.monotonic() - start)
-        previous = current
+        if not np.array_equal(current, previous):
+            unchanged_since = time.monotonic()
+            previous = current

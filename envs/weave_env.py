@@ -36,7 +36,7 @@ from weavegym.envs.errors import (
     TaskError,
 )
 from weavegym.envs.executor import ActionExecutor, ActionOutcome
-from weavegym.envs.frames import settle
+from weavegym.envs.frames import SettleResult, settle
 from weavegym.envs.setup_context import SetupContext
 from weavegym.envs.shell_session import ShellSession
 from weavegym.envs.spaces import action_space, observation_space
@@ -99,7 +99,7 @@ class WeaveEnv(gym.Env[dict[str, Any], dict[str, Any]]):
         self.instruction = self.task.render_instruction(snapshot.prepared)
         self._terminal, self._exit_code, self._steps, self._ended = "", 0, 0, False
         frame_start = time.monotonic()
-        self._frame = settle(backend.grab_frame, self.config.settle_timeout_s).frame
+        self._frame = self._settle().frame
         timings = {"reset_s": time.monotonic() - start, "frame_s": time.monotonic() - frame_start}
         self.trajectory = Trajectory(self.task.id, self.task_seed, self.instruction)
         self.trajectory.record(StepRecord(0, "reset", None, "", None, "", 0, FrameRecord.of(0, self._frame),
@@ -139,7 +139,7 @@ class WeaveEnv(gym.Env[dict[str, Any], dict[str, Any]]):
             self._exit_code = int(outcome.exit_code if outcome.exit_code is not None else -1)
         if not self.backend.is_running():
             raise BackendError("the VM is not running (killed or crashed); call reset() to recover it")
-        settled = settle(self.backend.grab_frame, self.config.settle_timeout_s)
+        settled = self._settle()
         self._frame = settled.frame
         timings = {"parse_s": t_parsed - t0, "act_s": t_acted - t_parsed, "frame_s": settled.seconds,
                    "frame_grabs": float(settled.grabs), "step_s": time.monotonic() - t0}
@@ -237,7 +237,9 @@ class WeaveEnv(gym.Env[dict[str, Any], dict[str, Any]]):
         prepared = self.task.setup(SetupContext(backend.client, self.task.id, seed, self.config.screen_size))
         if not isinstance(prepared, Prepared):
             raise TaskError(f"{self.task.id}: setup must return a Prepared, not {type(prepared).__name__}")
-        settle(backend.grab_frame, 10.0)  # let the setup's windows finish drawing before the snapshot
+        # Let the setup's windows finish drawing: a snapshot of a half-drawn screen replays the redraw
+        # after every reset, so the first observation would differ from the next one.
+        settle(backend.grab_frame, 60.0, stable_for=self.config.setup_stable_s)
         entry = TaskSnapshot(snapshot_name(self.task.id, seed), seed, prepared)
         backend.save_snapshot(entry.name)
         backend.timings["last_setup_s"] = time.monotonic() - setup_start
@@ -258,6 +260,10 @@ class WeaveEnv(gym.Env[dict[str, Any], dict[str, Any]]):
         except AgentError:
             raise exc from None
         return f"lost the guest agent during the action (it has restarted); the action may have partly run: {exc}"
+
+    def _settle(self) -> SettleResult:
+        assert self.backend is not None
+        return settle(self.backend.grab_frame, self.config.settle_timeout_s, stable_for=self.config.settle_stable_s)
 
     def _budget_left(self) -> float:
         return self.time_budget_s - (time.monotonic() - self._episode_start)

@@ -100,6 +100,21 @@ def bench_vm(
     print(json.dumps(result, indent=2))
 
 
+@bench_app.command("scale")
+def bench_scale(
+    task_id: str = typer.Option("Weave-Productivity-1", "--task", help="Task every env runs."),
+    sizes: str = typer.Option("1,2,4", help="Comma-separated numbers of envs."),
+    steps: int = typer.Option(20, min=3, help="Vector steps timed per size."),
+) -> None:
+    """Env-steps per second of gym.make_vec(async) for several sizes, with QEMU RSS and CPU per env; JSON."""
+    from weavegym.envs.bench_scale import ScaleBenchConfig, run_scale_bench
+
+    config = ScaleBenchConfig(task_id, tuple(int(s) for s in sizes.split(",")), steps)
+    with err.status("starting") as status:
+        result = run_scale_bench(config, progress=lambda m: status.update(m))
+    print(json.dumps(result, indent=2))
+
+
 @app.command()
 def tasks(pattern: str = typer.Argument("Weave-*", help="Shell-style id pattern.")) -> None:
     """List the registered tasks: id, profile, steps, clauses and why both channels are needed."""
