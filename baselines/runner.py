@@ -79,7 +79,8 @@ class EpisodeWriter:
         self.directory = directory
         self._steps = (directory / "steps.jsonl").open("w", encoding="utf-8")
 
-    def frame_sink(self, index: int, frame: Any, digest: str) -> str:
+    def write_frame(self, frame: Any, digest: str) -> str:
+        """Frames are stored once per distinct picture; returns the path steps.jsonl refers to."""
         name = f"frames/{digest[:16]}.png"
         path = self.directory / name
         if not path.exists():
@@ -114,10 +115,9 @@ def run_episode(env: Any, agent: Any, item: WorkItem, out: Path, agent_name: str
             on_reset(unwrapped)
         trajectory = unwrapped.trajectory
         screen = tuple(unwrapped.config.screen_size)
-        frame_files: dict[int, str] = {}
         reset_step = trajectory.steps[0]
-        frame_files[0] = writer.frame_sink(0, obs["screen"], reset_step.frame.digest)
-        writer.step(reset_step.to_dict() | {"frame_file": frame_files[0], "reward": 0.0})
+        frame_file = writer.write_frame(obs["screen"], reset_step.frame.digest)
+        writer.step(reset_step.to_dict() | {"frame_file": frame_file, "reward": 0.0})
         oracle_ctx = None
         if getattr(agent, "privileged", False):
             oracle_ctx = OracleContext(unwrapped.prepared.params, unwrapped.prepared.truth, screen, obs, info)
@@ -129,7 +129,7 @@ def run_episode(env: Any, agent: Any, item: WorkItem, out: Path, agent_name: str
             action = agent.act(obs, info)
             obs, reward, terminated, truncated, info = env.step(action)
             record = trajectory.steps[-1]
-            frame_file = writer.frame_sink(record.index, obs["screen"], record.frame.digest)
+            frame_file = writer.write_frame(obs["screen"], record.frame.digest)
             writer.step(record.to_dict() | {"frame_file": frame_file, "reward": float(reward)})
             if terminated or truncated:
                 end_reason = str(info.get("end_reason", ""))

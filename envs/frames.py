@@ -49,7 +49,7 @@ class SettleResult:
 
 
 def settle(grab: Callable[[], np.ndarray], timeout: float, stable_for: float = 0.1,
-           first: np.ndarray | None = None, poll: float = 0.02) -> SettleResult:
+           poll: float = 0.02) -> SettleResult:
     """Grab until the frame has not changed for ``stable_for`` seconds, or ``timeout`` passes.
 
     "Two consecutive frames are equal" is not enough on its own: a host-side grab
@@ -57,8 +57,7 @@ def settle(grab: Callable[[], np.ndarray], timeout: float, stable_for: float = 0
     drawing. The screen must stay unchanged over a stretch of wall time.
     """
     start = time.monotonic()
-    previous = first if first is not None else grab()
-    grabs = 0 if first is not None else 1
+    previous, grabs = grab(), 1
     unchanged_since = start
     while True:
         now = time.monotonic()

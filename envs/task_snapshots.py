@@ -47,8 +47,5 @@ class TaskSnapshotCache:
             evicted.append(self._entries.popitem(last=False)[1])
         return evicted
 
-    def discard(self, seed: int) -> None:
-        self._entries.pop(seed, None)
-
     def clear(self) -> None:
         self._entries.clear()

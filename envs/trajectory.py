@@ -5,14 +5,14 @@ rules read it after the episode (did the image deliverable come from a real
 frame? did the agent write a GUI-only artifact from the shell?), and the
 runner writes it to ``steps.jsonl``. Frames are kept as fingerprints, not
 pixels, so a long episode costs kilobytes; whoever wants the pixels (the
-runner, the HTML report) gets each frame through ``frame_sink``.
+runner) takes them from the observations.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -66,12 +66,9 @@ class Trajectory:
     task_seed: int
     instruction: str
     steps: list[StepRecord] = field(default_factory=list)
-    frame_sink: Callable[[int, np.ndarray], None] | None = None  # receives (step index, frame) when set
 
-    def record(self, step: StepRecord, frame: np.ndarray) -> None:
+    def record(self, step: StepRecord) -> None:
         self.steps.append(step)
-        if self.frame_sink is not None:
-            self.frame_sink(step.index, frame)
 
     @property
     def frames(self) -> list[FrameRecord]:

@@ -103,7 +103,7 @@ class WeaveEnv(gym.Env[dict[str, Any], dict[str, Any]]):
         timings = {"reset_s": time.monotonic() - start, "frame_s": time.monotonic() - frame_start}
         self.trajectory = Trajectory(self.task.id, self.task_seed, self.instruction)
         self.trajectory.record(StepRecord(0, "reset", None, "", None, "", 0, FrameRecord.of(0, self._frame),
-                                          timings), self._frame)
+                                          timings))
         self._episode_start = time.monotonic()
         info = self._base_info()
         info.update(task_seed=self.task_seed, snapshot="created" if created else "cached", timings=timings)
@@ -147,7 +147,7 @@ class WeaveEnv(gym.Env[dict[str, Any], dict[str, Any]]):
         self.trajectory.record(StepRecord(
             self._steps, channel, None if parsed is None else parsed.to_dict(),
             "" if parsed is None else parsed.to_text(), error, self._terminal, self._exit_code,
-            FrameRecord.of(self._steps, self._frame), timings), self._frame)
+            FrameRecord.of(self._steps, self._frame), timings))
         terminated = parsed is not None and parsed.kind in ("done", "fail")
         truncated = not terminated and (self._steps >= self.max_steps or self._budget_left() <= 0)
         info = self._base_info()
