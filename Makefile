@@ -18,13 +18,15 @@ GENERATED := agent_pb2.py agent_pb2.pyi agent_pb2_grpc.py
 
 CACHE_DIR ?= $(HOME)/.cache/weavegym
 
-.PHONY: help setup system-deps venv services image protos check-protos lint test test-full demo bench clean
+.PHONY: help setup system-deps venv services image image-full protos check-protos lint test test-full validate-full \
+	demo bench clean
 
 help:
 	@echo "make test   - install everything needed, then run the test suite"
 	@echo "make demo   - install everything needed, then run the oracle and a random agent on one task, with reports"
 	@echo "make bench  - the agent, VM and env benchmarks"
 	@echo "make test-full - also build the full (XFCE) image and run its smoke test"
+	@echo "make validate-full - validate every task 3 times on its image; writes TASKS.md"
 	@echo "make protos - regenerate the gRPC stubs from $(PROTO)"
 
 setup: system-deps venv services
@@ -83,10 +85,18 @@ lint: venv
 test: setup check-protos lint image
 	WEAVEGYM_CACHE_DIR=$(CACHE_DIR) $(PY) -m pytest -q -m "not full_image"
 
-# The heavy suite: builds the `full` image (XFCE and task apps) and boots it. Not part of CI's `make test`.
-test-full: setup image
+# The heavy suites: build the `full` image (XFCE and task apps) and boot it. Not part of CI's `make test`.
+image-full: setup
 	$(SUDO) $(VENV)/bin/weavegym image build --profile full --cache-dir $(CACHE_DIR)
+
+test-full: image image-full
 	WEAVEGYM_CACHE_DIR=$(CACHE_DIR) $(PY) -m pytest -q -m full_image
+
+# Every task, VALIDATE_REPEAT times in a row (the flake rate), and the TASKS.md table from those runs.
+VALIDATE_REPEAT ?= 3
+validate-full: image image-full
+	WEAVEGYM_CACHE_DIR=$(CACHE_DIR) $(VENV)/bin/weavegym validate 'Weave-*' --repeat $(VALIDATE_REPEAT) \
+		--json runs/validate-full.json --tasks-md TASKS.md
 
 # The oracle and the random agent on one task, headless; results tables, HTML reports, VNC addresses.
 DEMO_TASK ?= Weave-DevOps-1

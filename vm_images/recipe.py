@@ -50,11 +50,27 @@ BASE_PACKAGES: tuple[str, ...] = (
     "openbox", "xterm", "xfonts-base", "zenity", "xdotool", "fonts-dejavu-core",
     # imagemagick: `import -window root` is how tasks ask for screenshot deliverables from the CLI.
     "imagemagick",
+    # Light real apps so that one task per domain can run (and be validated in CI) on the base image:
+    # sgt-puzzles (GTK games with text save files), sqlite3, git with gitk, python3-tk for Tk fixtures.
+    "sgt-puzzles", "sqlite3", "git", "gitk", "python3-tk",
 )
 
 # Apps that tasks declare; the task-suite issue extends this list and records its build time and size.
 FULL_EXTRA_PACKAGES: tuple[str, ...] = (
     "xfce4", "xfce4-terminal", "mousepad", "thunar", "fonts-noto-cjk", "dbus-x11",
+    # Docs / Data: office suite, PDF tools, metric-compatible fonts, a SQLite GUI.
+    "libreoffice-writer", "libreoffice-calc", "libreoffice-gtk3", "poppler-utils", "fonts-liberation2",
+    "sqlitebrowser",
+    # Games: chess engine with its GUI (sgt-puzzles is already in base).
+    "gnuchess", "xboard",
+    # Web: a real browser and a real web server.
+    "firefox-esr", "nginx-light",
+    # DevOps: git's own GUI and a task manager.
+    "git-gui", "xfce4-taskmanager",
+    # Spatial: OpenSCAD plus an STL checker.
+    "openscad", "admesh",
+    # Design: vector and raster editors.
+    "inkscape", "gimp",
 )
 
 PROFILES: dict[str, dict[str, object]] = {

@@ -139,46 +139,68 @@ def _wide_console() -> Console:
 def validate(
     pattern: str = typer.Argument("Weave-*", help="Shell-style id pattern, e.g. 'Weave-DevOps-*'."),
     seed: int = typer.Option(0, help="Task seed for every run."),
+    profile: str | None = typer.Option(None, help="Only tasks that run on this image profile (base or full)."),
+    repeat: int = typer.Option(1, min=1, help="Validate every task this many times; reports the flake rate."),
     json_out: Path | None = typer.Option(None, "--json", help="Also write the full results (with evaluations)."),
+    tasks_md: Path | None = typer.Option(None, "--tasks-md", help="Also write the TASKS.md table of these tasks."),
 ) -> None:
     """Per task: the oracle must score 1.0, doing nothing 0, and each single channel must stay below passing."""
     from dataclasses import asdict
 
-    from rich.table import Table
-
+    from weavegym.envs.suite_report import flake_rate, task_stats, tasks_markdown
     from weavegym.envs.tasks import match_tasks
     from weavegym.envs.validation import RUNS, validate_task
 
-    selected = match_tasks(pattern)
+    selected = [t for t in match_tasks(pattern) if profile is None or t.profile == profile]
     if not selected:
-        err.print(f"[red]no task matches {pattern!r}[/red]")
+        err.print(f"[red]no task matches {pattern!r}" + (f" with profile {profile!r}" if profile else "") + "[/red]")
         raise typer.Exit(2)
-    reports = []
-    columns = (TextColumn("{task.description:<34}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=err) as bar:
-        overall = bar.add_task("runs", total=len(selected) * len(RUNS))
-        for task in selected:
-            bar.update(overall, description=f"{task.id} (boot, setup)")
-
-            def advance(run: str, result: object, task_id: str = task.id) -> None:
-                bar.update(overall, advance=1, description=f"{task_id} {run} done")
-
-            reports.append(validate_task(task, seed=seed, on_run=advance))
-    table = Table("task", *RUNS, "verdict", title=f"weavegym validate {pattern} (seed {seed})")
-    failed = 0
-    for report in reports:
-        cells = [f"{report.results[r].score:.2f} ({report.results[r].steps} st, {report.results[r].seconds:.0f} s)"
-                 if r in report.results else "-" for r in RUNS]
-        problems = report.violations()
-        failed += bool(problems)
-        table.add_row(report.task_id, *cells, "[green]ok[/green]" if not problems else
-                      "[red]" + "; ".join(problems) + "[/red]")
-    _wide_console().print(table)
+    reports: list[dict[str, object]] = []
     if json_out is not None:
-        json_out.write_text(json.dumps([asdict(r) | {"violations": r.violations()} for r in reports], indent=2))
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+    columns = (TextColumn("{task.description:<40}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=err) as bar:
+        overall = bar.add_task("runs", total=repeat * len(selected) * len(RUNS))
+        for k in range(repeat):
+            for task in selected:
+                bar.update(overall, description=f"{task.id} (boot, setup) #{k + 1}")
+
+                def advance(run: str, result: object, task_id: str = task.id) -> None:
+                    bar.update(overall, advance=1, description=f"{task_id} {run} done")
+
+                report = validate_task(task, seed=seed, on_run=advance)
+                reports.append(asdict(report) | {"violations": report.violations(), "repeat": k})
+                if json_out is not None:  # written as it goes: a long suite run keeps what it measured
+                    json_out.write_text(json.dumps(reports, indent=2))
+    _print_validation(reports, title=f"weavegym validate {pattern} (seed {seed})")
+    stats = task_stats(reports)
+    failed, total = flake_rate(stats)
+    if repeat > 1:
+        flaky = [s.task_id for s in stats.values() if s.flaky]
+        err.print(f"{failed} of {total} task runs had a violation; flaky (mixed results): {', '.join(flaky) or 'none'}")
+    if tasks_md is not None:
+        command = f"weavegym validate '{pattern}'" + (f" --profile {profile}" if profile else "") + \
+            f" --repeat {repeat} --tasks-md {tasks_md.name}"
+        tasks_md.write_text(tasks_markdown(selected, reports, command=command))
     if failed:
-        err.print(f"[red]{failed} of {len(reports)} task(s) violate the suite's rules[/red]")
+        err.print(f"[red]{failed} of {total} task run(s) violate the suite's rules[/red]")
         raise typer.Exit(1)
+
+
+def _print_validation(reports: list[dict[str, object]], title: str) -> None:
+    from rich.table import Table
+
+    from weavegym.envs.validation import RUNS
+
+    table = Table("task", "#", *RUNS, "verdict", title=title)
+    for report in reports:
+        results: dict[str, dict[str, object]] = report["results"]  # type: ignore[assignment]
+        cells = [f"{results[r]['score']:.2f} ({results[r]['steps']} st, {results[r]['seconds']:.0f} s)"
+                 if r in results else "-" for r in RUNS]
+        problems: list[str] = report["violations"]  # type: ignore[assignment]
+        table.add_row(str(report["task_id"]), str(int(report["repeat"]) + 1), *cells,  # type: ignore[call-overload]
+                      "[green]ok[/green]" if not problems else "[red]" + "; ".join(problems) + "[/red]")
+    _wide_console().print(table)
 
 
 @bench_app.command("env")

@@ -1,0 +1,1 @@
+"""Data tasks (Weave-Data-N)."""

@@ -1,0 +1,1 @@
+"""Design tasks (Weave-Design-N)."""

@@ -1,0 +1,1 @@
+"""Docs tasks (Weave-Docs-N)."""

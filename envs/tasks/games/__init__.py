@@ -1,0 +1,1 @@
+"""Games tasks (Weave-Games-N)."""

@@ -1,0 +1,1 @@
+"""Spatial tasks (Weave-Spatial-N)."""

@@ -1,0 +1,1 @@
+"""Web tasks (Weave-Web-N)."""

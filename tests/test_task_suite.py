@@ -1,0 +1,78 @@
+"""The task suite's shape (VM-free): every task meets the format's rules, and TASKS.md covers them all."""
+
+from __future__ import annotations
+
+import importlib
+import re
+import string
+from pathlib import Path
+
+import pytest
+
+from weavegym.envs.suite_report import flake_rate, task_stats, tasks_markdown
+from weavegym.envs.tasks import DOMAINS, all_tasks
+from weavegym.vm_images.recipe import PROFILES
+
+REPO = Path(__file__).resolve().parents[1]
+TASKS = all_tasks()
+
+
+@pytest.mark.parametrize("task", TASKS, ids=[t.id for t in TASKS])
+def test_task_follows_the_suite_rules(task) -> None:
+    assert 3 <= len(task.clauses) <= 8, f"{task.id} has {len(task.clauses)} clauses; the suite asks for 3-8"
+    assert len({c.name for c in task.clauses}) == len(task.clauses), "clause names must be unique"
+    assert all(c.description for c in task.clauses)
+    assert task.channels.gui and task.channels.cli and task.channels.why_both
+    assert task.apps, "apps lists the programs the task drives"
+    assert task.profile in PROFILES
+    assert task.max_steps >= 5 and task.time_budget_s >= 60
+    module = importlib.import_module(task.setup.__module__)
+    assert module.__doc__ and task.id in module.__doc__, "the module docstring names the task and says why"
+    fields = {name for _, name, _, _ in string.Formatter().parse(task.instruction) if name}
+    assert all(re.fullmatch(r"[a-z_][a-z0-9_]*", name) for name in fields), fields
+
+
+def test_task_numbers_are_contiguous_per_domain() -> None:
+    for domain in DOMAINS:
+        numbers = sorted(t.number for t in TASKS if t.domain == domain)
+        assert numbers == list(range(1, len(numbers) + 1)), f"{domain}: {numbers}"
+
+
+def test_tasks_md_lists_every_registered_task() -> None:
+    rows = re.findall(r"^\| (Weave-[A-Za-z]+-\d+) \|", (REPO / "TASKS.md").read_text(), flags=re.M)
+    assert rows == [t.id for t in TASKS], "regenerate TASKS.md with `make validate-full`"
+
+
+def _report(task_id: str, repeat: int, *, oracle_s: float, reset_s: float, cached: float,
+            violations: list[str] | None = None) -> dict:
+    def run(seconds: float, reset: float, steps: int) -> dict:
+        return {"score": 1.0, "steps": steps, "seconds": seconds, "reset_s": reset}
+
+    return {"task_id": task_id, "repeat": repeat, "violations": violations or [],
+            "results": {"oracle": run(reset_s + oracle_s, reset_s, 9), "noop": run(cached + 1, cached, 1),
+                        "cli-only": run(cached + 2, cached, 4), "gui-only": run(cached + 3, cached, 5)}}
+
+
+def test_task_stats_take_medians_and_count_flakes() -> None:
+    reports = [_report("Weave-Data-1", 0, oracle_s=10, reset_s=40, cached=1.0),
+               _report("Weave-Data-1", 1, oracle_s=12, reset_s=44, cached=2.0, violations=["oracle scored 0.5"]),
+               _report("Weave-Data-1", 2, oracle_s=30, reset_s=42, cached=1.5),
+               _report("Weave-Web-1", 0, oracle_s=5, reset_s=60, cached=1.2)]
+    stats = task_stats(reports)
+    data = stats["Weave-Data-1"]
+    assert (data.runs, data.clean, data.oracle_steps) == (3, 2, 9)
+    assert data.oracle_s == pytest.approx(12) and data.first_reset_s == pytest.approx(42)
+    assert data.cached_reset_s == pytest.approx(1.5) and data.flaky
+    assert not stats["Weave-Web-1"].flaky
+    assert flake_rate(stats) == (1, 4)
+
+
+def test_tasks_markdown_has_one_row_per_task_with_measurements() -> None:
+    tasks = TASKS[:2]
+    reports = [_report(tasks[0].id, 0, oracle_s=10, reset_s=40, cached=1.0)]
+    text = tasks_markdown(tasks, reports, command="weavegym validate 'Weave-*'")
+    rows = [line for line in text.splitlines() if line.startswith("| Weave-")]
+    assert [row.split(" | ")[0][2:] for row in rows] == [t.id for t in tasks]
+    assert "| 9 | 10.0 | 40.0 | 1.0 | 1/1 |" in rows[0]
+    assert rows[1].count("| – ") == 5  # not measured: dashes, not zeros
+    assert "0 of 1 task runs" in text
