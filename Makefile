@@ -8,11 +8,12 @@ PY := $(VENV)/bin/python
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 # Host packages: Xvfb and X clients for the agent tests (zenity is the GTK text widget, xclip an
 # independent clipboard client, openbox a real EWMH window manager), QEMU for the KVM probe and VMs,
-# debootstrap and e2fsprogs for image builds, headless Chromium to check the HTML report renders.
+# debootstrap and e2fsprogs for image builds, headless Chromium to check the HTML report renders,
+# openssh for remote libvirt (libvirt's ssh transport; the tests run a private sshd as the far host).
 APT_PACKAGES := python3-venv xvfb x11-utils xauth xdotool zenity xclip openbox \
 	qemu-system-x86 qemu-utils debootstrap e2fsprogs \
 	libvirt-daemon-system libvirt-daemon-driver-qemu libvirt-clients libvirt-dev pkg-config gcc \
-	chromium
+	chromium openssh-client openssh-server
 PROTO := protos/weavegym/agent/v1/agent.proto
 GENERATED := agent_pb2.py agent_pb2.pyi agent_pb2_grpc.py
 
@@ -62,7 +63,7 @@ venv: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q -e '.[dev,ray]'
 	@touch $@
 
 protos: venv

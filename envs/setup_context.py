@@ -25,6 +25,8 @@ HOME = f"/home/{DESKTOP_USER}"
 # Root-only state a task's GUI hands back to its checker (e.g. what a dialog returned). The agent's
 # user cannot read or write it, and the forbidden-pattern rule flags code that mentions it.
 PRIVATE_DIR = "/var/lib/weavegym/task"
+# In the environment of everything launch_gui starts, so a backend without snapshots can stop it on reset.
+LAUNCH_MARKER = "WEAVEGYM_TASK_LAUNCH=1"
 
 
 class SetupContext:
@@ -76,8 +78,8 @@ class SetupContext:
         as the prefix that drops to the desktop user, e.g.
         ``"{as_user} zenity --entry > /var/lib/weavegym/task/answer"``.
         """
-        as_user = f"runuser -u {DESKTOP_USER} -- env DISPLAY=:0 HOME={HOME}"
-        line = shell_line.format(as_user=as_user)
+        as_user = f"runuser -u {DESKTOP_USER} -- env DISPLAY=:0 HOME={HOME} {LAUNCH_MARKER}"
+        line = f"export {LAUNCH_MARKER}; " + shell_line.format(as_user=as_user)
         log = f"/tmp/weavegym-launch-{re.sub(r'[^A-Za-z0-9_.-]', '_', name)}.log"
         self.run(["bash", "-c", f"setsid -f sh -c {shlex.quote(line)} >{log} 2>&1 </dev/null"])
         self._launch_logs.append(log)

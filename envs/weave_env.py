@@ -227,6 +227,10 @@ class WeaveEnv(gym.Env[dict[str, Any], dict[str, Any]]):
         return self.task_seed if self.task_seed is not None else 0
 
     def _load_task_snapshot(self, backend: Backend, seed: int) -> tuple[TaskSnapshot, bool]:
+        """The task's state for ``seed``: a cached snapshot, or setup on ``ready`` (then cached).
+
+        Backends without snapshots (``supports_snapshots = False``) run the setup on every reset.
+        """
         cached = self._snapshots.get(seed)
         if cached is not None:
             backend.reset(cached.name)
@@ -241,6 +245,10 @@ class WeaveEnv(gym.Env[dict[str, Any], dict[str, Any]]):
         # after every reset, so the first observation would differ from the next one.
         settle(backend.grab_frame, 60.0, stable_for=self.config.setup_stable_s)
         entry = TaskSnapshot(snapshot_name(self.task.id, seed), seed, prepared)
+        if not getattr(backend, "supports_snapshots", True):
+            # e.g. the ssh backend: its reset(READY) stopped the last setup's programs; nothing to cache.
+            backend.timings["last_setup_s"] = time.monotonic() - setup_start
+            return entry, True
         backend.save_snapshot(entry.name)
         backend.timings["last_setup_s"] = time.monotonic() - setup_start
         for old in self._snapshots.add(entry):

@@ -117,7 +117,7 @@ def build_image(recipe: ImageRecipe, cache_dir: Path, progress: Progress | None 
         _debootstrap(recipe, rootfs, cache_dir, report)
         report("wheels", "agent wheels for the guest")
         wheels = rootfs / "tmp" / "weavegym-wheels"
-        _build_wheels(recipe, wheels)
+        build_agent_wheels(recipe.distribution.python_version, wheels)
         _install_guest_files(rootfs)
         report("provision", f"{len(recipe.packages)} packages in the chroot")
         with _chroot_mounts(rootfs, cache_dir / "debs" / recipe.distribution.name):
@@ -201,7 +201,12 @@ def _pins() -> dict[str, str]:
             if d.split("=")[0].split(">")[0].split("<")[0].strip() in wanted}
 
 
-def _build_wheels(recipe: ImageRecipe, dest: Path) -> None:
+def build_agent_wheels(python_version: str, dest: Path) -> None:
+    """The guest agent and its pinned dependencies as wheels for ``python_version`` (e.g. "3.11").
+
+    Guests may have no network, so everything they install comes from this directory:
+    image builds copy it into the chroot, the ssh backend uploads it.
+    """
     dest.mkdir(parents=True, exist_ok=True)
     pip = [sys.executable, "-m", "pip", "-q", "--disable-pip-version-check"]
     with tempfile.TemporaryDirectory(prefix="weavegym-src-") as tmp:
@@ -210,8 +215,7 @@ def _build_wheels(recipe: ImageRecipe, dest: Path) -> None:
         shutil.copytree(REPO_ROOT, src, ignore=shutil.ignore_patterns(
             ".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".pytest_cache", ".ruff_cache", "tests"))
         _run([*pip, "wheel", "--no-deps", "-w", str(dest), str(src)], "building the weavegym wheel")
-    py = recipe.distribution.python_version
-    _run([*pip, "download", "--only-binary=:all:", "--python-version", py, "--implementation", "cp",
+    _run([*pip, "download", "--only-binary=:all:", "--python-version", python_version, "--implementation", "cp",
           "--platform", "manylinux2014_x86_64", "--platform", "manylinux_2_17_x86_64", "-d", str(dest),
           *_pins().values(), "six"], "downloading the agent's wheels")
 

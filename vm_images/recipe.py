@@ -131,6 +131,15 @@ class ImageRecipe:
         return digest.hexdigest()[:12]
 
 
+def agent_version() -> str:
+    """A digest of everything the guest agent is made of; an installed agent with another one is stale."""
+    digest = hashlib.sha256()
+    for path in _guest_content_files():
+        digest.update(str(path.relative_to(REPO_ROOT)).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
 def _guest_content_files() -> list[Path]:
     """Everything that is copied into the guest, in a stable order."""
     roots = [GUEST_FILES, REPO_ROOT / "guest_agent", REPO_ROOT / "protos" / "weavegym"]

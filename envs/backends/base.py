@@ -8,18 +8,21 @@ env never touches libvirt (or SSH) directly, so a new backend is one class.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Protocol
+from dataclasses import fields
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
 from weavegym.envs.guest_client import GuestClient
 
-BACKENDS = ("libvirt",)
+BACKENDS = ("libvirt", "ssh")
+_C = TypeVar("_C")
 
 
 class Backend(Protocol):
     client: GuestClient | None
     timings: dict[str, float]
+    supports_snapshots: bool  # False: reset() cannot restore state, so the env re-runs the task setup
 
     def start(self) -> Backend: ...
     def reset(self, snapshot: str) -> float: ...
@@ -35,13 +38,19 @@ class Backend(Protocol):
 def make_backend(name: str, *, screen: tuple[int, int], profile: str, options: Mapping[str, Any]) -> Backend:
     """Build (not start) a backend. ``options`` are the backend's own config fields, e.g. ``memory_mib``."""
     if name == "libvirt":
-        from dataclasses import fields
-
         from weavegym.envs.backends.libvirt_vm import LibvirtConfig, LibvirtVM
 
-        known = {f.name for f in fields(LibvirtConfig)} - {"screen", "profile"}
-        unknown = set(options) - known
-        if unknown:
-            raise ValueError(f"unknown libvirt backend option(s) {sorted(unknown)}; known: {sorted(known)}")
-        return LibvirtVM(LibvirtConfig(screen=screen, profile=profile, **options))
-    raise ValueError(f"unknown backend {name!r}; available: {', '.join(BACKENDS)} (the ssh backend is planned)")
+        return LibvirtVM(_config(LibvirtConfig, name, screen, profile, options))
+    if name == "ssh":
+        from weavegym.envs.backends.ssh_machine import SshConfig, SshMachine
+
+        return SshMachine(_config(SshConfig, name, screen, profile, options))
+    raise ValueError(f"unknown backend {name!r}; available: {', '.join(BACKENDS)}")
+
+
+def _config(cls: type[_C], name: str, screen: tuple[int, int], profile: str, options: Mapping[str, Any]) -> _C:
+    known = {f.name for f in fields(cls)} - {"screen", "profile"}  # type: ignore[arg-type]
+    unknown = set(options) - known
+    if unknown:
+        raise ValueError(f"unknown {name} backend option(s) {sorted(unknown)}; known: {sorted(known)}")
+    return cls(screen=screen, profile=profile, **options)  # type: ignore[call-arg]

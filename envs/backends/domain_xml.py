@@ -40,6 +40,7 @@ class DomainSpec:
     owner_pid: int
     run_as_root: bool
     vsock: bool = False  # agent over virtio-vsock instead of a user-mode NIC (needs /dev/vhost-vsock)
+    ssh_host_port: int = 0  # >0: forward 127.0.0.1:ssh_host_port to the guest's sshd (the ssh backend's tests)
     emulator: str = "/usr/bin/qemu-system-x86_64"
 
 
@@ -53,6 +54,8 @@ def domain_xml(spec: DomainSpec) -> str:
                 if spec.run_as_root else "")
     netdev = (f"user,id=wgnet,restrict=on,"
               f"hostfwd=tcp:127.0.0.1:{spec.agent_host_port}-:{spec.agent_guest_port}")
+    if spec.ssh_host_port:
+        netdev += f",hostfwd=tcp:127.0.0.1:{spec.ssh_host_port}-:22"
     # With vsock the guest gets no NIC at all; the host relays 127.0.0.1:agent_host_port to it.
     network = "" if spec.vsock else f"""<qemu:commandline>
     <qemu:arg value='-netdev'/>

@@ -16,18 +16,25 @@ import json
 import os
 import re
 import secrets
-import shutil
-import subprocess
 import time
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import libvirt
 import numpy as np
 
 from weavegym.envs.backends import resources
 from weavegym.envs.backends.domain_xml import DomainSpec, domain_xml
+from weavegym.envs.backends.qemu_host import (
+    ImagePaths,
+    LocalQemuHost,
+    QemuHost,
+    SshQemuHost,
+    is_remote_uri,
+    ssh_target_of,
+)
 from weavegym.envs.backends.snapshots import InternalSnapshots
 from weavegym.envs.deadline import wait_for
 from weavegym.envs.errors import AgentError, BackendError, HostSetupError, VMStartError
@@ -57,9 +64,20 @@ class LibvirtConfig:
     reset_timeout_s: float = 60.0
     cache_dir: Path = field(default_factory=default_cache_dir)
     image_dir: Path | None = None  # a specific built image instead of the one matching the recipe
+    forward_ssh: bool = False  # also forward a host port to the guest's sshd (see ssh_port)
+    # qemu+ssh:// URIs: where images and run dirs live on the far host (see qemu_host.py)
+    remote_cache_dir: str = "/var/cache/weavegym"
 
     def resolved_uri(self) -> str:
         return self.uri or ("qemu:///system" if os.geteuid() == 0 else "qemu:///session")
+
+
+@dataclass
+class _HostState:
+    """Shared with the teardown finalizer, which must not hold the VM object itself."""
+
+    host: QemuHost | None = None
+    run_dir: str = ""
 
 
 @dataclass(frozen=True)
@@ -82,17 +100,23 @@ def connect(uri: str) -> libvirt.virConnect:
         raise HostSetupError(f"cannot connect to libvirt at {uri}: {exc}; {hint}") from None
 
 
-def _domain_type(config: LibvirtConfig) -> str:
+def _domain_type(config: LibvirtConfig, conn: libvirt.virConnect | None = None) -> str:
     if config.accel == "tcg":
         return "qemu"
     if config.accel == "kvm":
         return "kvm"
+    if is_remote_uri(config.resolved_uri()) and conn is not None:
+        # The KVM probe boots a guest on *this* host; for a far host trust its capabilities (accel='tcg' if
+        # KVM is present there but broken, as on the machines DESIGN.md measured).
+        return "kvm" if "<domain type='kvm'" in conn.getCapabilities() else "qemu"
     from weavegym.envs.kvm_probe import choose_accelerator
 
     return "kvm" if choose_accelerator(config.cache_dir).accel == "kvm" else "qemu"
 
 
 class LibvirtVM:
+    supports_snapshots = True
+
     def __init__(self, config: LibvirtConfig | None = None) -> None:
         self.config = config or LibvirtConfig()
         self.name = resources.new_vm_name()
@@ -106,25 +130,34 @@ class LibvirtVM:
         self._snapshots: InternalSnapshots | None = None
         self._locks: list[resources.HeldLock] = []
         self._spec: DomainSpec | None = None
-        self._run_dir = self.config.cache_dir / "run" / self.name
+        self._host = _HostState()  # the QEMU host, its run dir and our port locks: what teardown releases
         self._relay: Relay | None = None
+        self._image_paths = ImagePaths("", "", "")
         self._last_frame = b""
         self._wm_manages_windows = False
         self._closed = False
-        self._local_qemu = self.config.resolved_uri().startswith("qemu:///")
+        self._remote = is_remote_uri(self.config.resolved_uri())
+        self._local_agent_port = 0
+        self._local_vnc_port = 0
         self._finalizer = weakref.finalize(self, LibvirtVM._teardown, self.name, self.config.resolved_uri(),
-                                           self._run_dir, self._locks)  # also runs at interpreter exit
+                                           self._host, self._locks)  # also runs at interpreter exit
 
     # -- public ----------------------------------------------------------------------------------
     @property
     def vnc(self) -> VncAddress:
         assert self._spec is not None, "start() first"
-        return VncAddress("127.0.0.1", self._spec.vnc_port, self.vnc_password)
+        return VncAddress("127.0.0.1", self._local_vnc_port or self._spec.vnc_port, self.vnc_password)
+
+    @property
+    def ssh_port(self) -> int:
+        """The host port of the guest's sshd on 127.0.0.1 (needs ``forward_ssh=True``)."""
+        assert self._spec is not None and self._spec.ssh_host_port, "start() with forward_ssh=True first"
+        return self._spec.ssh_host_port
 
     @property
     def agent_target(self) -> str:
         assert self._spec is not None, "start() first"
-        return f"127.0.0.1:{self._spec.agent_host_port}"
+        return f"127.0.0.1:{self._local_agent_port or self._spec.agent_host_port}"
 
     @property
     def domain(self) -> libvirt.virDomain:
@@ -145,6 +178,7 @@ class LibvirtVM:
             self._check_transport()
             self.image = self._image()
             self._conn = connect(self.config.resolved_uri())
+            self._host.host = self._open_qemu_host()
             self._check_disk_space()
             self._allocate()
             self._create_overlay()
@@ -201,10 +235,10 @@ class LibvirtVM:
         About 10x cheaper than an in-guest capture under TCG (DESIGN.md). The file lands on the
         host running QEMU, so a remote libvirt URI falls back to the agent's screenshot.
         """
-        if not self._local_qemu:
+        if self._remote:
             assert self.client is not None
             return self.client.screenshot().image
-        path = self._run_dir / "screen.ppm"
+        path = Path(self._host.run_dir) / "screen.ppm"
         self.snapshots.hmp(f"screendump {path}")
         try:
             return read_ppm(path.read_bytes()).copy()
@@ -259,12 +293,21 @@ class LibvirtVM:
         listener = tcp_listener("127.0.0.1", self._spec.agent_host_port)
         self._relay = Relay(listener, vsock_connector(int(match.group(1)), self._spec.agent_guest_port)).start()
 
+    def _open_qemu_host(self) -> QemuHost:
+        """This host for local URIs; for qemu+ssh:// the far host, over the same SSH login libvirt uses."""
+        if not self._remote:
+            return LocalQemuHost(self.config.cache_dir)
+        if self.config.transport == "vsock":
+            raise ValueError("transport='vsock' works only with a local libvirt; use 'tcp' with a remote URI")
+        return SshQemuHost(ssh_target_of(self.config.resolved_uri()), self.config.remote_cache_dir)
+
     def _check_disk_space(self) -> None:
-        self.config.cache_dir.mkdir(parents=True, exist_ok=True)
-        free = shutil.disk_usage(self.config.cache_dir).free
+        assert self._host.host is not None
+        where = self.config.remote_cache_dir if self._remote else self.config.cache_dir
+        free = self._host.host.free_bytes()
         need = (self.config.memory_mib << 20) * 2 + (1 << 30)  # saved RAM states + disk delta
         if free < need:
-            raise HostSetupError(f"only {free / 2**30:.1f} GiB free in {self.config.cache_dir}; a VM with "
+            raise HostSetupError(f"only {free / 2**30:.1f} GiB free in {where}; a VM with "
                                  f"{self.config.memory_mib} MiB RAM needs about {need / 2**30:.1f} GiB for its "
                                  f"overlay and snapshots. Free space, or pass another cache_dir")
 
@@ -274,29 +317,41 @@ class LibvirtVM:
         self._locks.append(vnc_lock)
         agent_port, agent_lock = resources.allocate_port(lock_dir, resources.AGENT_PORTS, "agent")
         self._locks.append(agent_lock)
-        self._run_dir.mkdir(parents=True, exist_ok=True)
-        assert self.image is not None
+        ssh_port = 0
+        if self.config.forward_ssh:
+            ssh_port, ssh_lock = resources.allocate_port(lock_dir, resources.SSH_PORTS, "ssh")
+            self._locks.append(ssh_lock)
+        host = self._host.host
+        assert self.image is not None and host is not None
+        run_dir = self._host.run_dir = host.run_dir(self.name)
+        host.make_dir(run_dir)
+        paths = self._image_paths = host.image_paths(self.image)
         self._spec = DomainSpec(
-            name=self.name, domain_type=_domain_type(self.config), memory_mib=self.config.memory_mib,
-            vcpus=self.config.vcpus, kernel=str(self.image.kernel), initrd=str(self.image.initrd),
-            disk=str(self._run_dir / "overlay.qcow2"), console_log=str(self._run_dir / "console.log"),
+            name=self.name, domain_type=_domain_type(self.config, self._conn), memory_mib=self.config.memory_mib,
+            vcpus=self.config.vcpus, kernel=paths.kernel, initrd=paths.initrd,
+            disk=f"{run_dir}/overlay.qcow2", console_log=f"{run_dir}/console.log",
             vnc_port=vnc_port, vnc_password=self.vnc_password, agent_host_port=agent_port,
             agent_guest_port=int(self.image.manifest.get("agent_port", 7600)), token=self.token,
-            screen=self.config.screen, owner_pid=os.getpid(), run_as_root=os.geteuid() == 0,
-            vsock=self.config.transport == "vsock",
+            screen=self.config.screen, owner_pid=os.getpid(), run_as_root=self._qemu_as_root(),
+            vsock=self.config.transport == "vsock", ssh_host_port=ssh_port,
         )
         record = resources.VMRecord(
             name=self.name, uri=self.config.resolved_uri(), owner_pid=os.getpid(), overlay=self._spec.disk,
-            run_dir=str(self._run_dir), vnc_port=vnc_port, agent_port=agent_port)
+            run_dir="" if self._remote else run_dir, vnc_port=vnc_port, agent_port=agent_port)
         self._locks.append(resources.write_record(self.config.cache_dir / "run", record))
+        if self._remote:  # QEMU binds these on the far host's loopback: bring them here
+            self._local_agent_port = host.reach(agent_port)
+            self._local_vnc_port = host.reach(vnc_port)
+
+    def _qemu_as_root(self) -> bool:
+        """Local: when we are root. Remote: for the system daemon, so QEMU can read the root-owned cache."""
+        if self._remote:
+            return urlsplit(self.config.resolved_uri()).path.rstrip("/") == "/system"
+        return os.geteuid() == 0
 
     def _create_overlay(self) -> None:
-        assert self._spec is not None and self.image is not None
-        result = subprocess.run(
-            ["qemu-img", "create", "-q", "-f", "qcow2", "-F", "qcow2", "-b", str(self.image.disk), self._spec.disk],
-            capture_output=True, text=True)
-        if result.returncode != 0:
-            raise BackendError(f"qemu-img could not create the overlay {self._spec.disk}: {result.stderr.strip()}")
+        assert self._spec is not None and self._host.host is not None
+        self._host.host.create_overlay(self._image_paths.disk, self._spec.disk)
 
     def _define(self, paused: bool) -> None:
         assert self._conn is not None and self._spec is not None
@@ -380,13 +435,12 @@ class LibvirtVM:
         self.domain.resume()
 
     def console_tail(self, limit: int = 3000) -> str:
-        path = self._run_dir / "console.log"
-        with contextlib.suppress(OSError):
-            return path.read_text(errors="replace")[-limit:]
-        return ""
+        if self._host.host is None or not self._host.run_dir:
+            return ""
+        return self._host.host.read_tail(f"{self._host.run_dir}/console.log", limit)
 
     @staticmethod
-    def _teardown(name: str, uri: str, run_dir: Path, locks: list[resources.HeldLock]) -> None:
+    def _teardown(name: str, uri: str, host: _HostState, locks: list[resources.HeldLock]) -> None:
         """Runs from close(), at interpreter exit, or when the VM object is collected."""
         with contextlib.suppress(libvirt.libvirtError):
             conn = libvirt.open(uri)
@@ -395,7 +449,11 @@ class LibvirtVM:
                     conn.lookupByName(name).destroy()
             finally:
                 conn.close()
-        shutil.rmtree(run_dir, ignore_errors=True)
+        if host.host is not None:
+            if host.run_dir:
+                host.host.remove_tree(host.run_dir)
+            host.host.close()
+            host.host = None
         for lock in locks:
             lock.release()
         locks.clear()

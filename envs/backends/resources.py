@@ -20,6 +20,7 @@ from pathlib import Path
 
 VNC_PORTS = range(5910, 6000)
 AGENT_PORTS = range(17600, 17800)
+SSH_PORTS = range(17800, 17900)
 NAME_PREFIX = "weavegym-"
 
 
