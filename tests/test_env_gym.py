@@ -91,9 +91,10 @@ def test_full_hd_screen() -> None:
 
 
 def test_async_vector_env_random_steps_with_autoreset() -> None:
-    envs = gym.vector.AsyncVectorEnv(
-        [lambda: gym.make("Weave-Productivity-1", max_steps=4) for _ in range(2)], shared_memory=True)
+    envs = gym.make_vec("Weave-Productivity-1", num_envs=2, vectorization_mode="async",
+                        vector_kwargs={"shared_memory": True}, max_steps=4)
     try:
+        assert isinstance(envs, gym.vector.AsyncVectorEnv) and envs.shared_memory
         obs, _infos = envs.reset(seed=[0, 1])
         assert obs["screen"].shape == (2, 720, 1280, 3) and all("Expense approval" in s for s in obs["instruction"])
         envs.action_space.seed(7)
