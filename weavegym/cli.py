@@ -116,12 +116,24 @@ def bench_scale(
 
 
 @app.command()
-def tasks(pattern: str = typer.Argument("Weave-*", help="Shell-style id pattern.")) -> None:
+def tasks(
+    pattern: str = typer.Argument("Weave-*", help="Shell-style id pattern."),
+    tasks_md: Path | None = typer.Option(None, "--tasks-md", help="Write the TASKS.md table instead of listing."),
+    from_json: list[Path] = typer.Option([], "--from-json", help="`validate --json` files to take figures from."),
+    measured_with: str = typer.Option("`weavegym validate`", help="TASKS.md: how the figures were measured."),
+) -> None:
     """List the registered tasks: id, profile, steps, clauses and why both channels are needed."""
     from rich.table import Table
 
     from weavegym.envs.tasks import match_tasks
 
+    if tasks_md is not None:
+        from weavegym.envs.suite_report import tasks_markdown
+
+        reports = [r for path in from_json for r in json.loads(path.read_text())]
+        tasks_md.write_text(tasks_markdown(match_tasks(pattern), reports, command=measured_with))
+        err.print(f"wrote {tasks_md} from {len(reports)} validation report(s)")
+        return
     table = Table("id", "title", "profile", "max steps", "clauses", "why GUI and CLI")
     for task in match_tasks(pattern):
         table.add_row(task.id, task.title, task.profile, str(task.max_steps), str(len(task.clauses)),
@@ -179,8 +191,8 @@ def validate(
         flaky = [s.task_id for s in stats.values() if s.flaky]
         err.print(f"{failed} of {total} task runs had a violation; flaky (mixed results): {', '.join(flaky) or 'none'}")
     if tasks_md is not None:
-        command = f"weavegym validate '{pattern}'" + (f" --profile {profile}" if profile else "") + \
-            f" --repeat {repeat} --tasks-md {tasks_md.name}"
+        command = f"`weavegym validate '{pattern}'" + (f" --profile {profile}" if profile else "") + \
+            f" --repeat {repeat}`"
         tasks_md.write_text(tasks_markdown(selected, reports, command=command))
     if failed:
         err.print(f"[red]{failed} of {total} task run(s) violate the suite's rules[/red]")

@@ -372,7 +372,8 @@ class LibvirtVM:
         self.client = GuestClient(self.agent_target, self.token, ClientConfig())
         try:
             self.client.wait_ready(self.config.boot_timeout_s)
-            wait_for(self._desktop_ready, self.config.boot_timeout_s / 2, what="the guest desktop")
+            # Its own full deadline: XFCE took over 150 s to settle with five TCG guests on two cores.
+            wait_for(self._desktop_ready, self.config.boot_timeout_s, what="the guest desktop")
         except (AgentError, TimeoutError) as exc:
             raise VMStartError(f"{self.name} booted but its desktop did not come up: {exc}; "
                                f"console log tail:\n{self.console_tail()}") from None

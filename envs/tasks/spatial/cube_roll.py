@@ -1,0 +1,242 @@
+"""Weave-Spatial-1: find the shortest way to roll a cube over all six blue squares, roll it, save the game.
+
+The puzzle (sgt-puzzles Cube) is a 4x4 grid with six blue squares; rolling the
+cube onto a blue square picks the blue up onto the face that lands on it, and
+rolling a blue face onto a white square puts it down. The board exists only in
+the running Cube window (setup deleted the file it was loaded from). Tracking
+the cube's faces through every roll to find the *shortest* route is a
+breadth-first search for a program (CLI); the route must be rolled in the
+window and the game saved through its Game > Save dialog (GUI).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from weavegym.envs.setup_context import HOME, SetupContext
+from weavegym.envs.task import ActionLike, Channels, OracleContext, Prepared, Task
+from weavegym.envs.tasks.games.sgt_common import save_via_dialog, saved_game, start_hidden, wait_window_action
+from weavegym.evaluators import Clause, GuiArtifactViaCli, Probe, Verdict
+
+CUBE = "/usr/games/sgt-cube"
+SAVE = f"{HOME}/cube.sav"
+ROUTE = f"{HOME}/cube_route.txt"
+W = H = 4
+ARROWS = {"L": "Left", "R": "Right", "U": "Up", "D": "Down"}
+STEP = {"L": (-1, 0), "R": (1, 0), "U": (0, -1), "D": (0, 1)}
+# Faces as bits (bottom, top, north, south, east, west); after a roll, face i is the old face ROLL[move][i].
+ROLL = {"R": (4, 5, 2, 3, 1, 0), "L": (5, 4, 2, 3, 0, 1), "U": (2, 3, 1, 0, 4, 5), "D": (3, 2, 0, 1, 4, 5)}
+ALL_BLUE = 63
+
+# The oracle's CLI step: the game id copied from Game > Specific..., then a breadth-first search.
+SOLVER = r"""python3 - <<'PY'
+import tkinter
+from collections import deque
+root = tkinter.Tk(); root.withdraw()
+params, desc = root.clipboard_get().strip().split(":")
+w, h = map(int, params[1:].split("x"))
+squares, pos = desc.split(",")
+bits = "".join(f"{int(c, 16):04b}" for c in squares)[:w * h]
+start = (int(pos), sum(int(b) << i for i, b in enumerate(bits)), 0)
+roll = {"R": (4, 5, 2, 3, 1, 0), "L": (5, 4, 2, 3, 0, 1), "U": (2, 3, 1, 0, 4, 5), "D": (3, 2, 0, 1, 4, 5)}
+step = {"L": (-1, 0), "R": (1, 0), "U": (0, -1), "D": (0, 1)}
+prev, queue = {start: None}, deque([start])
+while queue:
+    state = queue.popleft()
+    cell, grid, faces = state
+    if faces == 63:
+        break
+    for move, (dx, dy) in step.items():
+        x, y = cell % w + dx, cell // w + dy
+        if not (0 <= x < w and 0 <= y < h):
+            continue
+        new = sum((faces >> roll[move][i] & 1) << i for i in range(6))
+        cell2 = y * w + x
+        if (new & 1) != (grid >> cell2 & 1):
+            new, grid2 = new ^ 1, grid ^ (1 << cell2)
+        else:
+            grid2 = grid
+        if (cell2, grid2, new) not in prev:
+            prev[(cell2, grid2, new)] = (state, move)
+            queue.append((cell2, grid2, new))
+route = []
+while prev[state]:
+    state, move = prev[state]
+    route.append(move)
+route = "".join(reversed(route))
+open("cube_route.txt", "w").write(route + "\n")
+print("ROUTE " + route)
+PY"""
+
+
+def parse_desc(desc: str) -> tuple[int, int]:
+    """(cell of the cube, bitmask of blue squares; bit i = cell i, row-major) of a Cube description."""
+    squares, pos = desc.split(",")
+    bits = "".join(f"{int(c, 16):04b}" for c in squares)[:W * H]
+    return int(pos), sum(int(b) << i for i, b in enumerate(bits))
+
+
+def roll(state: tuple[int, int, int], move: str) -> tuple[int, int, int] | None:
+    """The (cell, blue squares, blue faces) after rolling once, or None when the roll leaves the grid."""
+    cell, grid, faces = state
+    x, y = cell % W + STEP[move][0], cell // W + STEP[move][1]
+    if not (0 <= x < W and 0 <= y < H):
+        return None
+    new = sum((faces >> ROLL[move][i] & 1) << i for i in range(6))
+    cell = y * W + x
+    if (new & 1) != (grid >> cell & 1):  # the bottom face and the square swap colours
+        new, grid = new ^ 1, grid ^ (1 << cell)
+    return cell, grid, new
+
+
+def shortest(desc: str) -> str:
+    start = (*parse_desc(desc), 0)
+    prev: dict[tuple[int, int, int], tuple[tuple[int, int, int], str] | None] = {start: None}
+    queue = deque([start])
+    while queue:
+        state = queue.popleft()
+        if state[2] == ALL_BLUE:
+            route = []
+            while (link := prev[state]) is not None:
+                state, move = link
+                route.append(move)
+            return "".join(reversed(route))
+        for move in STEP:
+            nxt = roll(state, move)
+            if nxt is not None and nxt not in prev:
+                prev[nxt] = (state, move)
+                queue.append(nxt)
+    raise ValueError(f"Cube board {desc!r} has no solution")
+
+
+def replay(desc: str, moves: str) -> tuple[bool, str | None]:
+    """(all six faces blue at the end, None) or (False, why a roll is impossible)."""
+    state: tuple[int, int, int] | None = (*parse_desc(desc), 0)
+    for n, move in enumerate(moves, 1):
+        if move not in STEP:
+            return False, f"roll {n} {move!r} is not one of L R U D"
+        state = roll(state, move) if state else None
+        if state is None:
+            return False, f"roll {n} ({move}) leaves the grid"
+    return state is not None and state[2] == ALL_BLUE, None
+
+
+def setup(ctx: SetupContext) -> Prepared:
+    seed = int(ctx.rng.integers(1, 2**31))
+    out = ctx.run(f"{CUBE} --generate 4 'c{W}x{H}#{seed}' 2>/dev/null").stdout
+    boards = [line.split(":", 1)[1] for line in out.split() if line.startswith(f"c{W}x{H}:")]
+    desc = max(boards, key=lambda b: len(shortest(b)))
+    window = start_hidden(ctx, CUBE, "Cube", f"c{W}x{H}", desc, "^Cube$")
+    best = shortest(desc)
+    return Prepared(params={}, truth={"desc": desc, "best": best, "window": window})
+
+
+def _saved(probe: Probe) -> tuple[str, str] | None:
+    saved = saved_game(probe.read_text(SAVE), "Cube")
+    return None if saved is None else (saved[0], "".join(saved[1]))
+
+
+def _route(probe: Probe) -> str | None:
+    text = probe.read_text(ROUTE)
+    return None if text is None else re.sub(r"[\s,]+", "", text).upper()
+
+
+def check_save_board(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
+    saved = _saved(probe)
+    if saved is None:
+        return Verdict.failed(f"{SAVE} is missing or not a Cube save file")
+    return Verdict.check(saved[0] == truth["desc"], f"saved board {saved[0]!r}, the board on screen was "
+                         f"{truth['desc']!r}")
+
+
+def check_save_completed(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
+    saved = _saved(probe)
+    if saved is None:
+        return Verdict.failed("no saved game")
+    done, error = replay(truth["desc"], saved[1])
+    return Verdict.check(done, error or f"saved game ({len(saved[1])} rolls) ends with "
+                         f"{'all six faces blue' if done else 'some faces still white'}")
+
+
+def check_save_shortest(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
+    saved = _saved(probe)
+    if saved is None:
+        return Verdict.failed("no saved game")
+    return Verdict.check(replay(truth["desc"], saved[1])[0] and len(saved[1]) == len(truth["best"]),
+                         f"saved game takes {len(saved[1])} rolls, the shortest route takes {len(truth['best'])}")
+
+
+def check_route(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
+    route = _route(probe)
+    if not route:
+        return Verdict.failed(f"{ROUTE} is missing or empty")
+    done, error = replay(truth["desc"], route)
+    evidence = error or f"route {route} ({len(route)} rolls) {'solves' if done else 'does not solve'} the board; " \
+                        f"the shortest takes {len(truth['best'])}"
+    if done and len(route) > len(truth["best"]):
+        return Verdict.partial(evidence)
+    return Verdict.check(done, evidence)
+
+
+def check_rolled_route(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
+    saved, route = _saved(probe), _route(probe)
+    if saved is None or not route:
+        return Verdict.failed("the saved game or the route is missing")
+    return Verdict.check(saved[1] == route, f"saved rolls {saved[1]!r}, route file {route!r}")
+
+
+def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
+    x, y, _w, h = ctx.truth["window"]
+    yield {"kind": "click", "x": x + 4, "y": y + h - 4}  # focus the window on its status bar
+    for keys in ("F10", "Down", "Down", "Down", "Return"):  # Game > Specific... shows the game id
+        yield {"kind": "key", "keys": keys}
+    yield wait_window_action("game selection")
+    yield {"kind": "key", "keys": "ctrl+a"}
+    yield {"kind": "key", "keys": "ctrl+c"}
+    yield {"kind": "key", "keys": "Escape"}
+    yield {"kind": "shell", "command": SOLVER, "timeout": 300}
+    assert ctx.obs is not None
+    found = re.search(r"^ROUTE ([LRUD]+)$", ctx.obs["terminal"], re.M)
+    # Without the CLI step (the gui-only ablation) roll a route found here, so the run tests the checker.
+    for move in found.group(1) if found else shortest(ctx.truth["desc"]):
+        yield {"kind": "key", "keys": ARROWS[move]}
+    yield from save_via_dialog(ctx, SAVE, ups=4)  # Game > Save... is the fourth item from the bottom
+    yield {"kind": "done"}
+
+
+TASK = Task(
+    id="Weave-Spatial-1",
+    title="Roll the cube over all blue squares by the shortest route",
+    instruction=(
+        "The Cube window shows a 4x4 grid with some blue squares and a cube. Rolling the cube onto a blue square "
+        "picks the blue up onto the cube face that lands on it; rolling a blue face onto a white square puts it "
+        "down again. The puzzle is solved when all six faces of the cube are blue. 1) Work out the shortest "
+        "possible sequence of rolls that solves it and write it to ~/cube_route.txt as one line of letters "
+        "L, R, U, D (left, right, up, down as seen on screen), e.g. RRULD. 2) Roll the cube along exactly that "
+        "route in the Cube window (the arrow keys roll it). 3) Save the game with the window's Game > Save... "
+        "dialog as ~/cube.sav, then finish. Do not start a new game."),
+    channels=Channels(
+        gui="read the board off the Cube window, roll the cube, save the game through its Save dialog",
+        cli="run a breadth-first search over cube positions and face colourings for the shortest route",
+        why_both="the board lives only in the GUI and the save must come from it, while proving a route "
+                 "shortest means searching every roll sequence with a program"),
+    setup=setup,
+    clauses=(
+        Clause("save_board", "~/cube.sav is a Cube save of the board on screen", check_save_board,
+               critical=True, cap=0.25),
+        Clause("save_completed", "the saved game ends with all six faces blue", check_save_completed, weight=2.0,
+               critical=True, cap=0.5),
+        Clause("save_shortest", "the saved game takes the fewest possible rolls", check_save_shortest),
+        Clause("route_file", "~/cube_route.txt holds a shortest solving route", check_route, weight=2.0),
+        Clause("rolled_route", "the saved game rolls exactly the route in the file", check_rolled_route),
+    ),
+    rules=(GuiArtifactViaCli([SAVE], "the save file must come from the Cube window's Save dialog"),),
+    oracle=oracle,
+    profile="base",
+    apps=("sgt-cube", "python3"),
+    max_steps=60,
+    time_budget_s=1200.0,
+)
