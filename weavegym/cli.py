@@ -232,7 +232,7 @@ def bench_env(
 @app.command()
 def run(
     agent: str = typer.Option("oracle", help="random, noop, oracle or llm."),
-    tasks: str = typer.Option("Weave-*", help="Shell-style pattern of task ids."),
+    tasks: str = typer.Option("Weave-*", help="Shell-style pattern(s) of task ids, comma-separated."),
     workers: int = typer.Option(1, min=1, help="Parallel worker processes, one env (VM) each."),
     out: Path = typer.Option(Path("runs/latest"), help="Output directory (one folder per task and episode)."),
     episodes: int = typer.Option(1, min=1, help="Episodes per task (episode k uses task seed SEED+k)."),
@@ -249,7 +249,8 @@ def run(
     from weavegym.baselines.runner import run as run_all
     from weavegym.envs.tasks import match_tasks
 
-    selected = [t.id for t in match_tasks(tasks)]
+    # Comma-separated patterns, e.g. "Weave-Productivity-1,Weave-DevOps-*"; each id once, in suite order.
+    selected = list(dict.fromkeys(t.id for pattern in tasks.split(",") for t in match_tasks(pattern.strip())))
     if not selected:
         err.print(f"[red]no task matches {tasks!r}[/red]")
         raise typer.Exit(2)
