@@ -24,7 +24,7 @@ SNIPPET_CHARS = 200
 # Where a shell command word can start: line start, after a separator, in $(…)/`…`, after find -exec,
 # optionally behind wrappers (sudo, env, xargs…) and VAR=value assignments.
 _CMD_POS = (r"(?:^|[;&|(){}`\n]|\$\(|\b(?:then|do|else)\s|-exec(?:dir)?\s)\s*"
-            r"(?:(?:sudo|env|nohup|exec|time|command|nice|xargs|busybox)(?:\s+-{1,2}[\w-]+)*\s+|\w+=\S*\s+)*")
+            r"(?:(?:sudo|env|nohup|exec|eval|time|command|nice|xargs|busybox)(?:\s+-{1,2}[\w-]+)*\s+|\w+=\S*\s+)*")
 _SHELL_WRITERS = ("tee|cp|mv|install|truncate|touch|ln|rsync|scp|wget|scrot|xwd|gnome-screenshot"
                   "|xfce4-screenshooter|ffmpeg|pandoc|tar|zip|unzip|convert|magick")
 SHELL_WRITE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((name, re.compile(rx, re.M)) for name, rx in (

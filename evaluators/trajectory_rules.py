@@ -27,6 +27,7 @@ from weavegym.evaluators.cli_patterns import (
     write_indicators,
 )
 from weavegym.evaluators.image_hash import hamming, perceptual_hash, pixel_digest, thumb_difference, thumbnail
+from weavegym.evaluators.shell_targets import shell_writes
 
 if TYPE_CHECKING:
     from weavegym.evaluators.probes import Probe
@@ -121,9 +122,11 @@ class ImageFromCapturedFrame:
 class GuiArtifactViaCli:
     """Files the task requires to be produced through the GUI must not be written by shell or python code.
 
-    A CLI action naming the file (full path, ``~``/``$HOME`` form or basename)
-    and containing a write indicator anywhere is a high flag; naming it without
-    writing (``cat``, ``ls``) is a low flag, recorded for review only.
+    A CLI action that writes the file is a high flag: in shell, a simple command
+    whose target it is (redirection, ``cp``/``convert`` destination, ``tee``,
+    ``sed -i``…; see ``shell_targets``); in Python, any write API in an action
+    naming it (full path, ``~``/``$HOME`` form or basename). Naming it without
+    writing it (``cat``, ``convert it.png out.jpg``) is a low flag, for review only.
     """
 
     def __init__(self, paths: Sequence[str], reason: str) -> None:
@@ -135,10 +138,17 @@ class GuiArtifactViaCli:
         flags = []
         for index, kind, source in cli_sources(ctx.trajectory):
             for path in self.paths:
-                mention = next(mentions(source, path), None)
-                if mention is None:
+                found = list(mentions(source, path))
+                if not found:
                     continue
-                write = next(write_indicators(source, kind), None)
+                mention, write = found[0], None
+                if kind == "shell":  # only a command whose target is the file writes it (convert in.png out.jpg reads)
+                    for candidate in found:
+                        if (write := shell_writes(source, candidate).sign) is not None:
+                            mention = candidate
+                            break
+                else:
+                    write = next(write_indicators(source, kind), None)
                 evidence: dict[str, Any] = {"path": path, "step": index,
                                             "snippet": snippet(source, mention.start(), mention.end())}
                 if write is None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from weavegym.envs.suite_report import flake_rate, task_stats, tasks_markdown
-from weavegym.envs.tasks import DOMAINS, all_tasks
+from weavegym.envs.tasks import DOMAINS, all_tasks, match_tasks
 from weavegym.vm_images.recipe import PROFILES
 
 REPO = Path(__file__).resolve().parents[1]
@@ -36,6 +36,14 @@ def test_task_numbers_are_contiguous_per_domain() -> None:
     for domain in DOMAINS:
         numbers = sorted(t.number for t in TASKS if t.domain == domain)
         assert numbers == list(range(1, len(numbers) + 1)), f"{domain}: {numbers}"
+
+
+def test_match_tasks_takes_comma_separated_patterns_in_suite_order() -> None:
+    ids = [t.id for t in all_tasks()]
+    picked = [t.id for t in match_tasks(" Weave-Games-*, Weave-Productivity-1,Weave-Games-2 ,")]
+    assert picked == [i for i in ids if i.startswith("Weave-Games-") or i == "Weave-Productivity-1"]
+    assert len(picked) == len(set(picked)) >= 4
+    assert match_tasks("Weave-Nope-*,") == []
 
 
 def test_tasks_md_lists_every_registered_task() -> None:

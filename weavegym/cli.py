@@ -149,7 +149,8 @@ def _wide_console() -> Console:
 
 @app.command()
 def validate(
-    pattern: str = typer.Argument("Weave-*", help="Shell-style id pattern, e.g. 'Weave-DevOps-*'."),
+    pattern: str = typer.Argument("Weave-*", help="Shell-style id patterns, comma-separated, e.g. "
+                                  "'Weave-DevOps-*,Weave-Web-1'."),
     seed: int = typer.Option(0, help="Task seed for every run."),
     profile: str | None = typer.Option(None, help="Only tasks that run on this image profile (base or full)."),
     repeat: int = typer.Option(1, min=1, help="Validate every task this many times; reports the flake rate."),
@@ -249,8 +250,7 @@ def run(
     from weavegym.baselines.runner import run as run_all
     from weavegym.envs.tasks import match_tasks
 
-    # Comma-separated patterns, e.g. "Weave-Productivity-1,Weave-DevOps-*"; each id once, in suite order.
-    selected = list(dict.fromkeys(t.id for pattern in tasks.split(",") for t in match_tasks(pattern.strip())))
+    selected = [t.id for t in match_tasks(tasks)]  # e.g. "Weave-Productivity-1,Weave-DevOps-*"
     if not selected:
         err.print(f"[red]no task matches {tasks!r}[/red]")
         raise typer.Exit(2)

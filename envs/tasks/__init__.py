@@ -59,6 +59,11 @@ def get_task(task_id: str) -> Task:
         raise TaskError(f"unknown task {task_id!r}; known tasks: {known}") from None
 
 
-def match_tasks(pattern: str) -> list[Task]:
-    """Tasks whose id matches a shell-style pattern such as ``Weave-*`` or ``Weave-DevOps-1``."""
-    return [t for t in all_tasks() if fnmatch.fnmatchcase(t.id, pattern)]
+def match_tasks(patterns: str) -> list[Task]:
+    """Tasks whose id matches a shell-style pattern such as ``Weave-*`` or ``Weave-DevOps-1``.
+
+    Several comma-separated patterns ("Weave-Web-*,Weave-Data-2") select the union, each task
+    once and in suite order, so a CLI user can name an exact set without a shell loop.
+    """
+    wanted = [p.strip() for p in patterns.split(",") if p.strip()]
+    return [t for t in all_tasks() if any(fnmatch.fnmatchcase(t.id, p) for p in wanted)]
