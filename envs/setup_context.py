@@ -40,6 +40,7 @@ class SetupContext:
         self.user = DESKTOP_USER
         self.private_dir = PRIVATE_DIR
         self._launch_logs: list[str] = []
+        self._bus_address: str | None = None
 
     def run(self, command: str | list[str], *, user: str = "", timeout: float = 60.0, check: bool = True,
             stdin: bytes | str = b"") -> ExecResult:
@@ -54,9 +55,15 @@ class SetupContext:
     def write_file(self, path: str, content: bytes | str, *, owner: str = DESKTOP_USER, mode: int = 0o644) -> None:
         """Create a file (and its parent directories, owned like the file) with exact contents."""
         data = content.encode() if isinstance(content, str) else content
-        parent = str(PurePosixPath(path).parent)
-        self.run(["install", "-d", "-o", owner, "-g", owner, parent] if parent.startswith(HOME)
-                 else ["mkdir", "-p", parent])
+        parent = PurePosixPath(path).parent
+        if parent.is_relative_to(HOME):
+            # Every directory created under the home belongs to the owner, not just the last one:
+            # apps refuse to start when e.g. ~/.config was left owned by root.
+            chain = [str(d) for d in reversed((parent, *parent.parents)) if d.is_relative_to(HOME)]
+            script = 'for d in "$@"; do [ -d "$d" ] || { mkdir "$d" && chown "$OWNER:$OWNER" "$d"; } || exit 1; done'
+            self.run(["env", f"OWNER={owner}", "sh", "-c", script, "sh", *chain])
+        else:
+            self.run(["mkdir", "-p", str(parent)])
         self.client.upload(data, path, mode=mode, owner=owner)
 
     def make_private_dir(self) -> str:
@@ -78,12 +85,29 @@ class SetupContext:
         as the prefix that drops to the desktop user, e.g.
         ``"{as_user} zenity --entry > /var/lib/weavegym/task/answer"``.
         """
-        as_user = f"runuser -u {DESKTOP_USER} -- env DISPLAY=:0 HOME={HOME} {LAUNCH_MARKER}"
+        bus = self.session_bus_address()
+        bus_env = f" DBUS_SESSION_BUS_ADDRESS={shlex.quote(bus)}" if bus else ""
+        as_user = f"runuser -u {DESKTOP_USER} -- env DISPLAY=:0 HOME={HOME}{bus_env} {LAUNCH_MARKER}"
         line = f"export {LAUNCH_MARKER}; " + shell_line.format(as_user=as_user)
         log = f"/tmp/weavegym-launch-{re.sub(r'[^A-Za-z0-9_.-]', '_', name)}.log"
         self.run(["bash", "-c", f"setsid -f sh -c {shlex.quote(line)} >{log} 2>&1 </dev/null"])
         self._launch_logs.append(log)
         return log
+
+    def session_bus_address(self) -> str:
+        """The desktop session's D-Bus address ('' if it has none, as under openbox).
+
+        Apps that keep settings in xfconf or talk to the session (Thunar, xfce4-settings) fail or
+        silently fork a private bus without it; the address is random per boot, so it is read
+        from the session leader's environment.
+        """
+        if self._bus_address is None:
+            script = (f"for p in $(pgrep -u {DESKTOP_USER} -o xfce4-session) $(pgrep -u {DESKTOP_USER}); do "
+                      "tr '\\0' '\\n' < /proc/$p/environ 2>/dev/null | sed -n 's/^DBUS_SESSION_BUS_ADDRESS=//p' "
+                      "| grep . && break; done; true")
+            lines = self.run(["bash", "-c", script]).stdout.strip().splitlines()
+            self._bus_address = lines[0] if lines else ""
+        return self._bus_address
 
     def wait_window(self, title_pattern: str, timeout: float = 120.0) -> WindowInfo:
         """Wait until a mapped window whose title matches the regex exists; return it."""

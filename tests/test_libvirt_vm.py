@@ -21,6 +21,7 @@ from weavegym.envs.backends.libvirt_vm import LibvirtConfig, LibvirtVM, connect
 from weavegym.envs.deadline import wait_for
 from weavegym.envs.errors import HostSetupError
 from weavegym.envs.gc import collect
+from weavegym.envs.setup_context import LAUNCH_MARKER, SetupContext
 
 URI = "qemu:///system" if os.geteuid() == 0 else "qemu:///session"
 CACHE = LibvirtConfig().cache_dir
@@ -60,6 +61,28 @@ def test_vm_desktop_and_agent(vm: LibvirtVM) -> None:
     # The token is readable by root only.
     token = vm.client.exec("cat /sys/firmware/dmi/entries/11-0/raw", user="user")
     assert token.exit_code != 0 and vm.token not in token.stdout
+
+
+def test_setup_context_creates_user_owned_parents_and_launches_as_the_user(vm: LibvirtVM) -> None:
+    assert vm.client is not None
+    ctx = SetupContext(vm.client, "Weave-Test-1", seed=0, screen=(1280, 720))
+    ctx.write_file("/home/user/.config/weavegym-t/deep/er/notes.txt", "ünïcode\n")
+    for rel in (".config", ".config/weavegym-t", ".config/weavegym-t/deep", ".config/weavegym-t/deep/er",
+                ".config/weavegym-t/deep/er/notes.txt"):
+        st = vm.client.stat(f"/home/user/{rel}")
+        assert (st.owner, st.group) == ("user", "user"), rel
+    assert vm.client.exec("cat /home/user/.config/weavegym-t/deep/er/notes.txt").stdout == "ünïcode\n"
+    ctx.write_file("/srv/weavegym-t/root.txt", "x", owner="root")
+    assert vm.client.stat("/srv/weavegym-t").owner == "root"
+    # openbox has no session bus; whatever launch_gui starts runs as the user, marked, on :0.
+    assert ctx.session_bus_address() == ""
+    ctx.launch_gui("{as_user} sh -c 'id -un; echo $DISPLAY; env; echo END' > /tmp/weavegym-t-launch.txt", name="t")
+
+    def finished() -> str | None:
+        out = vm.client.exec("cat /tmp/weavegym-t-launch.txt").stdout
+        return out if out.endswith("END\n") else None
+    out = wait_for(finished, 30, what="the launched command's output")
+    assert out.split()[:2] == ["user", ":0"] and LAUNCH_MARKER in out
 
 
 def test_reset_removes_files_and_windows(vm: LibvirtVM) -> None:
