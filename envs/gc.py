@@ -17,6 +17,10 @@ import libvirt
 
 from weavegym.envs.backends import resources
 
+# Errors arrive as exceptions; without this libvirt also prints each one, e.g. "Domain not found" for a
+# leftover that vanished between listing and destroying it.
+libvirt.registerErrorHandler(lambda _ctx, _err: None, None)
+
 
 @dataclass
 class GcReport:

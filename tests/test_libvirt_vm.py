@@ -210,6 +210,24 @@ def test_a_process_that_exits_without_close_leaves_nothing() -> None:
     assert not Path(child["run_dir"]).exists()
 
 
+def test_sigterm_to_the_cli_closes_its_vm() -> None:
+    """`kill`/`timeout` send SIGTERM; the CLI must unwind and close its env instead of leaking the VM."""
+    cli = Path(sys.executable).with_name("weavegym")
+    proc = subprocess.Popen([str(cli), "validate", "Weave-Productivity-1"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        mine = f"weavegym-{proc.pid}-"
+        name = wait_for(lambda: next((n for n in _domain_names() if n.startswith(mine)), None), 300,
+                        what="the CLI's VM")
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=120) == 130
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert name not in _domain_names()
+    assert not (CACHE / "run" / name).exists()
+
+
 # ------------------------------------------------------------------------------------------ bad input
 
 

@@ -347,9 +347,7 @@ def image_build(
                            description=step)
             bar.update(task, detail=detail[:60])
 
-        # SIGTERM (CI timeouts, `kill`) must unwind like Ctrl-C, so the build removes its work dir.
-        signal.signal(signal.SIGTERM, _interrupt)
-        try:
+        try:  # SIGTERM unwinds like Ctrl-C (see main), so the build removes its work dir
             image = build_image(recipe, cache_dir, progress, force=force)
         except HostSetupError as exc:
             err.print(f"[red]image build failed:[/red] {exc}")
@@ -389,6 +387,9 @@ def image_rm(name: str, cache_dir: Path = typer.Option(DEFAULT_CACHE)) -> None:
 
 
 def main() -> None:
+    # `kill`, `timeout` and job schedulers send SIGTERM: unwind like Ctrl-C so every env's close()
+    # runs and no VM or overlay is left behind (the default action would skip all finalizers).
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         app()
     except KeyboardInterrupt:
