@@ -31,6 +31,9 @@ class FileProbe:
     def __init__(self, client: GuestClient, timeout: float = 30.0) -> None:
         self.client = client
         self.timeout = timeout
+        # A probe lives for one evaluation of a finished episode, whose state no longer changes, so
+        # clauses that parse the same save file or submission share one transfer (see read_bytes).
+        self._reads: dict[tuple[str, int], bytes | None] = {}
 
     # -- helpers shared by every family -------------------------------------------------------------
     def _exec(self, command: str | list[str], *, what: str, env: dict[str, str] | None = None,
@@ -68,15 +71,21 @@ class FileProbe:
         """The file's bytes, or None when it is missing or not a regular file.
 
         A file over ``max_bytes`` raises AgentRequestError: it exists, so "absent" would be a lie.
+        Answers are remembered for the probe's lifetime (one evaluation of a finished episode).
         """
+        key = (path, max_bytes)
+        if key in self._reads:
+            return self._reads[key]
         try:
-            return self.client.download(path, max_bytes=max_bytes, timeout=self.timeout)
+            data: bytes | None = self.client.download(path, max_bytes=max_bytes, timeout=self.timeout)
         except GuestPathNotFoundError:
-            return None
+            data = None
         except AgentRequestError:
-            if self._absent_as(path, "file"):
-                return None
-            raise
+            if not self._absent_as(path, "file"):
+                raise
+            data = None
+        self._reads[key] = data
+        return data
 
     def read_text(self, path: str, encoding: str = "utf-8", errors: str = "replace") -> str | None:
         data = self.read_bytes(path)

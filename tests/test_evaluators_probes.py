@@ -38,6 +38,19 @@ def probe(client: GuestClient) -> Probe:
 
 
 # -- files ----------------------------------------------------------------------------------------------
+def test_a_probe_reads_each_file_once_per_evaluation(probe: Probe, tmp_path: Path) -> None:
+    """Checkers re-read one save file per clause; the episode is over, so one transfer serves them all."""
+    path = tmp_path / "save.txt"
+    path.write_text("first")
+    assert probe.read_text(str(path)) == "first"
+    path.write_text("second")
+    assert probe.read_text(str(path)) == "first"
+    assert probe.read_bytes(str(tmp_path / "later.txt")) is None
+    (tmp_path / "later.txt").write_text("x")
+    assert probe.read_bytes(str(tmp_path / "later.txt")) is None  # absence is an answer too
+    assert Probe(probe.client).read_text(str(path)) == "second"  # the next evaluation reads afresh
+
+
 def test_file_probes_read_hash_list_and_report_absence(probe: Probe, tmp_path: Path) -> None:
     data = "héllo\nwörld\n".encode()
     (tmp_path / "notes.txt").write_bytes(data)

@@ -279,16 +279,18 @@ def _metric_rule(tmp_path: Path) -> ReportedMetric:
     return ReportedMetric("mean", reported, recompute)
 
 
-def test_reported_metric_match_mismatch_and_missing(probe: Probe, tmp_path: Path) -> None:
+def test_reported_metric_match_mismatch_and_missing(client: GuestClient, tmp_path: Path) -> None:
     rule = _metric_rule(tmp_path)
-    ctx = ctx_for(probe, make_trajectory())
-    assert rule.check(ctx) == []  # neither file
+
+    def ctx() -> RuleContext:  # a probe per evaluation: it remembers what it read
+        return ctx_for(Probe(client, timeout=20.0), make_trajectory())
+    assert rule.check(ctx()) == []  # neither file
     (tmp_path / "report.json").write_text(json.dumps({"mean": 2.5}))
-    assert rule.check(ctx) == []  # nothing to recompute from
+    assert rule.check(ctx()) == []  # nothing to recompute from
     (tmp_path / "data.csv").write_text("1\n2\n3\n4\n")
-    assert rule.check(ctx) == []  # 2.5 == mean(1..4)
+    assert rule.check(ctx()) == []  # 2.5 == mean(1..4)
     (tmp_path / "report.json").write_text(json.dumps({"mean": 3.0}))
-    flags = rule.check(ctx)
+    flags = rule.check(ctx())
     assert [(f.rule, f.confidence, f.evidence["reported"], f.evidence["recomputed"]) for f in flags] == [
         ("ReportedMetric", "high", 3.0, 2.5)]
     assert "hard-coded" in flags[0].message
