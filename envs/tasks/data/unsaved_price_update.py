@@ -90,7 +90,8 @@ def setup(ctx: SetupContext) -> Prepared:
     ctx.launch_gui(f"{{as_user}} sqlitebrowser {DB}", name="sqlitebrowser")
     window = ctx.wait_window(TITLE, timeout=300)
     # The colleague's session: a new SQL tab, the statements typed and executed, never written.
-    xdo = f"env DISPLAY=:0 xdotool search --name '{TITLE}' windowactivate --sync"
+    # The id wait_window saw, not a second title search: the title can be mid-change under load.
+    xdo = f"env DISPLAY=:0 xdotool windowactivate --sync {window.id}"
     ctx.run(["bash", "-c", f"{xdo} && env DISPLAY=:0 xdotool key alt+4 ctrl+t"], user=ctx.user)
     comment = f"-- Q4 price update, part 1 ({category} +{percent} %, new item). To do: write changes."
     for line in (comment, *statements):

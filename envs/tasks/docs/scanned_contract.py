@@ -199,6 +199,9 @@ def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
     yield {"kind": "key", "keys": "Tab"}
     yield {"kind": "key", "keys": "Tab"}
     yield {"kind": "key", "keys": "Return"}  # focus is on OK now
+    # zenity writes the answer as it exits; under load that can trail the key press by seconds.
+    yield {"kind": "shell", "command": f"timeout 60 sh -c 'while xdotool search --name \"^{DIALOG_TITLE}$\" "
+                                       ">/dev/null; do sleep 0.2; done'", "timeout": 90}
     yield {"kind": "done"}
 
 
