@@ -1,0 +1,259 @@
+"""Weave-Spatial-3: turn a scrambled orientable Twiddle board back to order in the fewest quarter turns, then save it.
+
+The puzzle (sgt-puzzles Twiddle, orientable) is a 3x3 grid of numbered tiles,
+each with an arrow; a move turns one of the four 2x2 blocks a quarter turn,
+which moves its four tiles round *and* turns each tile's arrow with them. The
+scrambled board exists only in the running Twiddle window (setup deleted the
+file it was loaded from). Tracking positions and orientations to find a
+*shortest* sequence of turns is a search for a program (CLI); the turns must
+be played in the window and the game saved through its Game > Save dialog (GUI).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from weavegym.envs.setup_context import HOME, SetupContext
+from weavegym.envs.task import ActionLike, Channels, OracleContext, Prepared, Task
+from weavegym.envs.tasks.games.sgt_common import save_via_dialog, saved_game, start_hidden, wait_window_action
+from weavegym.evaluators import Clause, GuiArtifactViaCli, Probe, Verdict
+
+TWIDDLE = "/usr/games/sgt-twiddle"
+PARAMS = "3x3n2o"  # 3x3 grid, 2x2 blocks, orientable tiles
+SAVE = f"{HOME}/twiddle.sav"
+MOVES = f"{HOME}/twiddle_moves.txt"
+W = 3
+SOLVED = tuple((i + 1) * 4 for i in range(W * W))  # a tile is 4 * number + orientation (0 u, 1 l, 2 d, 3 r)
+# Move letters (also the window's keys): a b c d turn the top-left, top-right, bottom-left, bottom-right block a
+# quarter turn anticlockwise, A B C D clockwise. Each is (x, y, dir) of the game's "M<x>,<y>,<dir>" move.
+BLOCKS = {"a": (0, 0), "b": (1, 0), "c": (0, 1), "d": (1, 1)}
+LETTERS = {**{k: (x, y, 1) for k, (x, y) in BLOCKS.items()}, **{k.upper(): (x, y, -1) for k, (x, y) in BLOCKS.items()}}
+SCRAMBLE = 8
+MIN_BEST = 6
+
+# The oracle's CLI step: the game id copied from Game > Specific..., then a meet-in-the-middle breadth-first search.
+SOLVER = r"""python3 - <<'PY'
+import re, tkinter
+root = tkinter.Tk(); root.withdraw()
+params, desc = root.clipboard_get().strip().split(":")
+start = tuple(int(n) * 4 + "uldr".index(o) for n, o in re.findall(r"(\d+)([uldr])", desc))
+goal = tuple(sorted(v & ~3 for v in start))
+moves = {}
+for k, (x, y) in zip("abcd", [(0, 0), (1, 0), (0, 1), (1, 1)]):
+    moves[k], moves[k.upper()] = (x, y, 1), (x, y, -1)
+def turn(g, x, y, d):
+    g, b = list(g), y * 3 + x
+    ring = [b, b + 1, b + 4, b + 3]  # top-left, top-right, bottom-right, bottom-left
+    old = [g[p] for p in ring]
+    for k in range(4):
+        v = old[(k + d) & 3]
+        g[ring[k]] = v & ~3 | (v + d) & 3
+    return tuple(g)
+def bfs(root, depth, sign):
+    seen, layer = {root: ""}, [root]
+    for _ in range(depth):
+        nxt = []
+        for s in layer:
+            for k, (x, y, d) in moves.items():
+                t = turn(s, x, y, d * sign)
+                if t not in seen:
+                    seen[t] = seen[s] + k
+                    nxt.append(t)
+        layer = nxt
+    return seen
+fwd, back = bfs(start, 5, 1), bfs(goal, 5, -1)
+meet = min((s for s in fwd if s in back), key=lambda s: len(fwd[s]) + len(back[s]))
+route = fwd[meet] + back[meet][::-1]
+open("twiddle_moves.txt", "w").write(route + "\n")
+print("ROUTE " + route)
+PY"""
+
+
+def parse_desc(desc: str) -> tuple[int, ...]:
+    return tuple(int(n) * 4 + "uldr".index(o) for n, o in re.findall(r"(\d+)([uldr])", desc))
+
+
+def format_desc(grid: tuple[int, ...]) -> str:
+    return "".join(f"{v // 4}{'uldr'[v & 3]}" for v in grid)
+
+
+def turn(grid: tuple[int, ...], x: int, y: int, direction: int) -> tuple[int, ...]:
+    """Twiddle's do_rotate for a 2x2 block: +1 turns it (tiles and their arrows) a quarter anticlockwise."""
+    cells, base = list(grid), y * W + x
+    ring = [base, base + 1, base + W + 1, base + W]  # top-left, top-right, bottom-right, bottom-left
+    old = [cells[p] for p in ring]
+    for k in range(4):
+        v = old[(k + direction) & 3]
+        cells[ring[k]] = v & ~3 | (v + direction) & 3
+    return tuple(cells)
+
+
+def _layers(root: tuple[int, ...], depth: int, sign: int) -> dict[tuple[int, ...], str]:
+    seen, layer = {root: ""}, [root]
+    for _ in range(depth):
+        nxt = []
+        for state in layer:
+            for letter, (x, y, d) in LETTERS.items():
+                new = turn(state, x, y, d * sign)
+                if new not in seen:
+                    seen[new] = seen[state] + letter
+                    nxt.append(new)
+        layer = nxt
+    return seen
+
+
+def shortest(grid: tuple[int, ...]) -> str:
+    """A shortest sequence of move letters from ``grid`` to the solved board (it must be at most 10 moves)."""
+    forward, backward = _layers(grid, 5, 1), _layers(SOLVED, 5, -1)
+    meet = min((s for s in forward if s in backward), key=lambda s: len(forward[s]) + len(backward[s]))
+    return forward[meet] + backward[meet][::-1]
+
+
+def replay(desc: str, letters: str) -> tuple[bool, str | None]:
+    """(solved at the end, None) or (False, why a letter is no move)."""
+    grid = parse_desc(desc)
+    for n, letter in enumerate(letters, 1):
+        if letter not in LETTERS:
+            return False, f"move {n} {letter!r} is not one of a b c d A B C D"
+        grid = turn(grid, *LETTERS[letter])
+    return grid == SOLVED, None
+
+
+def setup(ctx: SetupContext) -> Prepared:
+    while True:  # scramble the solved board with random quarter turns until the shortest way back is long enough
+        grid, last = SOLVED, ""
+        for _ in range(SCRAMBLE):
+            options = [k for k in LETTERS if k != last.swapcase()]  # never undo the previous turn
+            last = options[int(ctx.rng.integers(len(options)))]
+            grid = turn(grid, *LETTERS[last])
+        best = shortest(grid)
+        if len(best) >= MIN_BEST:
+            break
+    desc = format_desc(grid)
+    window = start_hidden(ctx, TWIDDLE, "Twiddle", PARAMS, desc, "^Twiddle$")
+    return Prepared(params={}, truth={"desc": desc, "best": best, "window": window})
+
+
+def _letters(moves: list[str]) -> str:
+    """The saved moves as letters ('S' for the Solve command, '?' for anything else)."""
+    out = []
+    for move in moves:
+        found = re.fullmatch(r"M(\d),(\d),(-?1)", move)
+        out.append(next((k for k, v in LETTERS.items() if found and v == tuple(map(int, found.groups()))),
+                        "S" if move == "S" else "?"))
+    return "".join(out)
+
+
+def _saved(probe: Probe) -> tuple[str, str] | None:
+    saved = saved_game(probe.read_text(SAVE), "Twiddle")
+    return None if saved is None else (saved[0], _letters(saved[1]))
+
+
+def _route(probe: Probe) -> str | None:
+    text = probe.read_text(MOVES)
+    return None if text is None else re.sub(r"[\s,]+", "", text)
+
+
+def check_save_board(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
+    saved = _saved(probe)
+    if saved is None:
+        return Verdict.failed(f"{SAVE} is missing or not a Twiddle save file")
+    return Verdict.check(saved[0] == truth["desc"], f"saved board {saved[0]!r}, the board on screen was "
+                         f"{truth['desc']!r}")
+
+
+def check_save_solved(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
+    saved = _saved(probe)
+    if saved is None:
+        return Verdict.failed("no saved game")
+    if "S" in saved[1]:
+        return Verdict.failed("the saved game used Game > Solve")
+    done, error = replay(truth["desc"], saved[1])
+    return Verdict.check(done, error or f"saved game ({len(saved[1])} turns: {saved[1]}) ends "
+                         f"{'in order with every arrow up' if done else 'unsolved'}")
+
+
+def check_save_shortest(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
+    saved = _saved(probe)
+    if saved is None:
+        return Verdict.failed("no saved game")
+    return Verdict.check(replay(truth["desc"], saved[1])[0] and len(saved[1]) == len(truth["best"]),
+                         f"saved game takes {len(saved[1])} turns, the shortest solution takes {len(truth['best'])}")
+
+
+def check_moves_file(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
+    route = _route(probe)
+    if not route:
+        return Verdict.failed(f"{MOVES} is missing or empty")
+    done, error = replay(truth["desc"], route)
+    evidence = error or f"moves {route} ({len(route)} turns) {'solve' if done else 'do not solve'} the board; " \
+                        f"the shortest solution takes {len(truth['best'])}"
+    if done and len(route) > len(truth["best"]):
+        return Verdict.partial(evidence)
+    return Verdict.check(done, evidence)
+
+
+def check_played(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
+    saved, route = _saved(probe), _route(probe)
+    if saved is None or not route:
+        return Verdict.failed("the saved game or the moves file is missing")
+    return Verdict.check(saved[1] == route, f"saved turns {saved[1]!r}, moves file {route!r}")
+
+
+def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
+    x, y, _w, h = ctx.truth["window"]
+    yield {"kind": "click", "x": x + 4, "y": y + h - 4}  # focus the window on its status bar
+    for keys in ("F10", "Down", "Down", "Down", "Return"):  # Game > Specific... shows the game id
+        yield {"kind": "key", "keys": keys}
+    yield wait_window_action("game selection")
+    yield {"kind": "key", "keys": "ctrl+a"}
+    yield {"kind": "key", "keys": "ctrl+c"}
+    yield {"kind": "key", "keys": "Escape"}
+    yield wait_window_action("game selection", present=False)
+    yield {"kind": "shell", "command": SOLVER, "timeout": 300}
+    assert ctx.obs is not None
+    found = re.search(r"^ROUTE ([a-dA-D]+)$", ctx.obs["terminal"], re.M)
+    # Without the CLI step (the gui-only ablation) play a solution found here, so the run tests the checker.
+    for letter in found.group(1) if found else ctx.truth["best"]:
+        yield {"kind": "key", "keys": f"shift+{letter.lower()}" if letter.isupper() else letter}
+    yield from save_via_dialog(ctx, SAVE, ups=6)  # Game > Save... is the sixth item from the bottom
+    yield {"kind": "done"}
+
+
+TASK = Task(
+    id="Weave-Spatial-3",
+    title="Turn the Twiddle tiles back in order and upright in the fewest quarter turns",
+    instruction=(
+        "The Twiddle window shows a scrambled 3x3 grid of numbered tiles, each with an arrow. A move turns one of "
+        "the four 2x2 blocks a quarter turn: its four tiles move round and each tile's arrow turns with it. The "
+        "puzzle is solved when the tiles read 1 to 9 (left to right, top to bottom) with every arrow pointing up. "
+        "Moves are written as letters: a, b, c, d turn the top-left, top-right, bottom-left, bottom-right block "
+        "anticlockwise, and A, B, C, D turn it clockwise (the same letters are the window's keys; shift for the "
+        "capitals). 1) Work out a shortest possible sequence of moves that solves the board and write it to "
+        "~/twiddle_moves.txt as one line of letters, e.g. aDbC. 2) Play exactly that sequence in the Twiddle "
+        "window. 3) Save the game with the window's Game > Save... dialog as ~/twiddle.sav, then finish. Do not "
+        "start a new game or use Game > Solve."),
+    channels=Channels(
+        gui="read the board off the Twiddle window, play the turns, save the game through its Save dialog",
+        cli="search tile positions and orientations with a program for a shortest sequence of turns",
+        why_both="the board lives only in the GUI and the save must come from it, while proving a sequence "
+                 "shortest means searching the turns with a program"),
+    setup=setup,
+    clauses=(
+        Clause("save_board", "~/twiddle.sav is a Twiddle save of the board on screen", check_save_board,
+               critical=True, cap=0.25),
+        Clause("save_solved", "the saved game ends in order with every arrow up, without Solve", check_save_solved,
+               weight=2.0, critical=True, cap=0.5),
+        Clause("save_shortest", "the saved game takes the fewest possible turns", check_save_shortest),
+        Clause("moves_file", "~/twiddle_moves.txt holds a shortest solving sequence", check_moves_file, weight=2.0),
+        Clause("played_moves", "the saved game plays exactly the moves in the file", check_played),
+    ),
+    rules=(GuiArtifactViaCli([SAVE], "the save file must come from the Twiddle window's Save dialog"),),
+    oracle=oracle,
+    profile="base",
+    apps=("sgt-twiddle", "python3"),
+    max_steps=50,
+    time_budget_s=1200.0,
+)
