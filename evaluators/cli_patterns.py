@@ -46,6 +46,7 @@ PY_WRITE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((name, re.com
     ("pathlib touch/link", r"\.(?:touch|symlink_to|hardlink_to)\s*\("),
     ("save call", r"\.(?:save|savefig|to_csv|to_excel|to_json|to_html|to_parquet)\s*\("),
     ("json.dump", r"\bjson\.dump\s*\("),
+    ("archive for writing", r"\b(?:ZipFile|tarfile\.open|TarFile)\s*\([^)]*?[\"'][wax][:\w]*[\"']"),
 ))
 _SINGLE_QUOTED = re.compile(r"'[^']*'")
 _HEREDOC_BODY = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_]\w*)\1[^\n]*\n(.*?)^\s*\2\s*$", re.S | re.M)
