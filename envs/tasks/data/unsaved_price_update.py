@@ -92,12 +92,11 @@ def setup(ctx: SetupContext) -> Prepared:
     # The colleague's session: a new SQL tab, the statements typed and executed, never written.
     # The id wait_window saw, not a second title search: the title can be mid-change under load.
     xdo = f"env DISPLAY=:0 xdotool windowactivate --sync {window.id}"
-    ctx.run(["bash", "-c", f"{xdo} && env DISPLAY=:0 xdotool key alt+4 ctrl+t"], user=ctx.user)
     comment = f"-- Q4 price update, part 1 ({category} +{percent} %, new item). To do: write changes."
-    for line in (comment, *statements):
-        ctx.run(["env", "DISPLAY=:0", "xdotool", "type", "--", line], user=ctx.user, timeout=120)
-        ctx.run(["env", "DISPLAY=:0", "xdotool", "key", "Escape", "Return"], user=ctx.user)
-    ctx.run(["env", "DISPLAY=:0", "xdotool", "key", "ctrl+Return"], user=ctx.user)
+    # Pasted in one go: typed line by line, the editor's completion popup could open late under load and
+    # swallow a Return, which silently dropped a statement.
+    ctx.client.set_clipboard("\n".join((comment, *statements)) + "\n")
+    ctx.run(["bash", "-c", f"{xdo} && env DISPLAY=:0 xdotool key alt+4 ctrl+t ctrl+v ctrl+Return"], user=ctx.user)
     ctx.run(["bash", "-c", f"for i in $(seq 300); do [ -e {DB}-journal ] && exit 0; sleep 0.2; done; exit 1"])
     return Prepared(params={"category": category},
                     truth={"after": after, "final": final, "original": {r[0]: r for r in rows},
