@@ -128,6 +128,22 @@ class StructuredProbe(FileProbe):
         value = parser.get(section, key)
         return "" if value is None else value
 
+    def checksum_list(self, path: str) -> dict[str, str] | None:
+        """A ``sha256sum``/``md5sum`` listing as {file name (directories dropped): lower-case hex}; None if missing.
+
+        Lines that are not "HASH  NAME" (or binary-mode "HASH *NAME") are skipped, so a checker
+        compares the entries it expects and reports what it found.
+        """
+        text = self.read_text(path)
+        if text is None:
+            return None
+        listed = {}
+        for line in text.splitlines():
+            parts = line.split()
+            if len(parts) == 2:
+                listed[parts[1].lstrip("*").rsplit("/", 1)[-1]] = parts[0].lower()
+        return listed
+
     def xml(self, path: str) -> ET.Element | None:
         """The root element, or None when missing or malformed. Expat (>= 2.4) bounds entity expansion."""
         data = self.read_bytes(path)

@@ -38,6 +38,13 @@ def probe(client: GuestClient) -> Probe:
 
 
 # -- files ----------------------------------------------------------------------------------------------
+def test_checksum_list_keys_by_file_name(probe: Probe, tmp_path: Path) -> None:
+    sums = tmp_path / "SHA256SUMS"
+    sums.write_text("ABCD  dist/app-1.0.tar.gz\nbeef *notes.odt\n\nnot a line with three parts\n")
+    assert probe.checksum_list(str(sums)) == {"app-1.0.tar.gz": "abcd", "notes.odt": "beef"}
+    assert probe.checksum_list(str(tmp_path / "nope")) is None
+
+
 def test_a_probe_reads_each_file_once_per_evaluation(probe: Probe, tmp_path: Path) -> None:
     """Checkers re-read one save file per clause; the episode is over, so one transfer serves them all."""
     path = tmp_path / "save.txt"

@@ -7,11 +7,14 @@ a file and delete it once the window is up, so the board lives only in the GUI.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import re
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from weavegym.envs.setup_context import HOME, SetupContext
 from weavegym.envs.task import ActionLike, OracleContext
+from weavegym.evaluators import Probe, Verdict
 
 SAVE_DIALOG = "game file to save"  # the Save dialog's title: "Enter name of game file to save"
 
@@ -80,3 +83,87 @@ def save_via_dialog(ctx: OracleContext, path: str, ups: int) -> Iterator[ActionL
         assert ctx.obs is not None
         if "SAVED" in ctx.obs["terminal"]:
             break
+
+
+def copy_game_id(window: list[int]) -> Iterator[ActionLike]:
+    """Focus the puzzle (on its status bar), open Game > Specific... and copy the game id to the clipboard."""
+    x, y, _w, h = window
+    yield {"kind": "click", "x": x + 4, "y": y + h - 4}
+    for keys in ("F10", "Down", "Down", "Down", "Return"):
+        yield {"kind": "key", "keys": keys}
+    yield wait_window_action("game selection")
+    yield {"kind": "key", "keys": "ctrl+a"}
+    yield {"kind": "key", "keys": "ctrl+c"}
+    yield {"kind": "key", "keys": "Escape"}
+    yield wait_window_action("game selection", present=False)
+
+
+@dataclass(frozen=True)
+class ShortestPlayChecks:
+    """Clauses for "find a shortest solution, write it down, play exactly it, save the game" puzzles.
+
+    The save must come from the window (it holds the board that exists only there), end solved in
+    the fewest moves, and replay the moves file the agent wrote: the file proves the CLI search,
+    the save proves the play. ``replay(desc, moves)`` is the task's own model of the puzzle.
+    """
+
+    game: str  # the save file's GAME record, e.g. "Cube"
+    save: str
+    moves_file: str
+    unit: str  # one move in evidence text: "rolls", "turns"
+    solved_as: str  # the solved position in words, e.g. "with all six faces blue"
+    replay: Callable[[str, str], tuple[bool, str | None]]
+    letters: Callable[[list[str]], str] = "".join  # saved MOVE records as move letters
+    written: Callable[[str], str] = str  # the moves file's letters, normalised (e.g. upper-cased)
+    solve_letter: str = ""  # what ``letters`` makes of Game > Solve, which a solution may not use
+
+    def saved(self, probe: Probe) -> tuple[str, str] | None:
+        found = saved_game(probe.read_text(self.save), self.game)
+        return None if found is None else (found[0], self.letters(found[1]))
+
+    def route(self, probe: Probe) -> str | None:
+        text = probe.read_text(self.moves_file)
+        return None if text is None else self.written(re.sub(r"[\s,]+", "", text))
+
+    def check_save_board(self, probe: Probe, truth: Mapping[str, Any]) -> Verdict:
+        saved = self.saved(probe)
+        if saved is None:
+            return Verdict.failed(f"{self.save} is missing or not a {self.game} save file")
+        return Verdict.check(saved[0] == truth["desc"], f"saved board {saved[0]!r}, the board on screen was "
+                             f"{truth['desc']!r}")
+
+    def check_save_solved(self, probe: Probe, truth: Mapping[str, Any]) -> Verdict:
+        saved = self.saved(probe)
+        if saved is None:
+            return Verdict.failed("no saved game")
+        if self.solve_letter and self.solve_letter in saved[1]:
+            return Verdict.failed("the saved game used Game > Solve")
+        done, error = self.replay(truth["desc"], saved[1])
+        return Verdict.check(done, error or f"saved game ({len(saved[1])} {self.unit}: {saved[1]}) ends "
+                             f"{'solved, ' + self.solved_as if done else 'unsolved'}")
+
+    def check_save_shortest(self, probe: Probe, truth: Mapping[str, Any]) -> Verdict:
+        saved = self.saved(probe)
+        if saved is None:
+            return Verdict.failed("no saved game")
+        best = len(truth["best"])
+        return Verdict.check(self.replay(truth["desc"], saved[1])[0] and len(saved[1]) == best,
+                             f"saved game takes {len(saved[1])} {self.unit}, the shortest solution takes {best}")
+
+    def check_moves_file(self, probe: Probe, truth: Mapping[str, Any]) -> Verdict:
+        route = self.route(probe)
+        if not route:
+            return Verdict.failed(f"{self.moves_file} is missing or empty")
+        done, error = self.replay(truth["desc"], route)
+        best = len(truth["best"])
+        evidence = error or (f"moves {route} ({len(route)} {self.unit}) {'solve' if done else 'do not solve'} "
+                             f"the board; the shortest solution takes {best}")
+        if done and len(route) > best:
+            return Verdict.partial(evidence)
+        return Verdict.check(done, evidence)
+
+    def check_played(self, probe: Probe, truth: Mapping[str, Any]) -> Verdict:
+        saved, route = self.saved(probe), self.route(probe)
+        if saved is None or not route:
+            return Verdict.failed("the saved game or the moves file is missing")
+        return Verdict.check(saved[1] == route, f"saved {self.unit} {saved[1]!r}, moves file {route!r}")

@@ -102,14 +102,9 @@ def check_renamer(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
 
 
 def check_sums(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
-    text = probe.read_text(SUMS)
-    if text is None:
+    listed = probe.checksum_list(SUMS)
+    if listed is None:
         return Verdict.failed(f"{SUMS} does not exist")
-    listed = {}
-    for line in text.splitlines():
-        parts = line.split()
-        if len(parts) == 2:
-            listed[parts[1].lstrip("*").rsplit("/", 1)[-1]] = parts[0].lower()
     expected = {truth["prefix"] + name: truth["hashes"][name] for name in truth["chosen"]}
     return Verdict.check(listed == expected, f"SHA256SUMS lists {len(listed)} file(s) "
                          f"({sum(listed.get(k) == v for k, v in expected.items())} right); expected exactly the "

@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Iterator
 
 from weavegym.envs.setup_context import HOME, SetupContext
 from weavegym.envs.task import ActionLike, Channels, OracleContext, Prepared, Task
-from weavegym.envs.tasks.games.sgt_common import save_via_dialog, saved_game, start_hidden, wait_window_action
-from weavegym.evaluators import Clause, GuiArtifactViaCli, Probe, Verdict
+from weavegym.envs.tasks.games.sgt_common import ShortestPlayChecks, copy_game_id, save_via_dialog, start_hidden
+from weavegym.evaluators import Clause, GuiArtifactViaCli
 
 CUBE = "/usr/games/sgt-cube"
 SAVE = f"{HOME}/cube.sav"
@@ -134,69 +133,12 @@ def setup(ctx: SetupContext) -> Prepared:
     return Prepared(params={}, truth={"desc": desc, "best": best, "window": window})
 
 
-def _saved(probe: Probe) -> tuple[str, str] | None:
-    saved = saved_game(probe.read_text(SAVE), "Cube")
-    return None if saved is None else (saved[0], "".join(saved[1]))
-
-
-def _route(probe: Probe) -> str | None:
-    text = probe.read_text(ROUTE)
-    return None if text is None else re.sub(r"[\s,]+", "", text).upper()
-
-
-def check_save_board(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
-    saved = _saved(probe)
-    if saved is None:
-        return Verdict.failed(f"{SAVE} is missing or not a Cube save file")
-    return Verdict.check(saved[0] == truth["desc"], f"saved board {saved[0]!r}, the board on screen was "
-                         f"{truth['desc']!r}")
-
-
-def check_save_completed(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
-    saved = _saved(probe)
-    if saved is None:
-        return Verdict.failed("no saved game")
-    done, error = replay(truth["desc"], saved[1])
-    return Verdict.check(done, error or f"saved game ({len(saved[1])} rolls) ends with "
-                         f"{'all six faces blue' if done else 'some faces still white'}")
-
-
-def check_save_shortest(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
-    saved = _saved(probe)
-    if saved is None:
-        return Verdict.failed("no saved game")
-    return Verdict.check(replay(truth["desc"], saved[1])[0] and len(saved[1]) == len(truth["best"]),
-                         f"saved game takes {len(saved[1])} rolls, the shortest route takes {len(truth['best'])}")
-
-
-def check_route(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
-    route = _route(probe)
-    if not route:
-        return Verdict.failed(f"{ROUTE} is missing or empty")
-    done, error = replay(truth["desc"], route)
-    evidence = error or f"route {route} ({len(route)} rolls) {'solves' if done else 'does not solve'} the board; " \
-                        f"the shortest takes {len(truth['best'])}"
-    if done and len(route) > len(truth["best"]):
-        return Verdict.partial(evidence)
-    return Verdict.check(done, evidence)
-
-
-def check_rolled_route(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
-    saved, route = _saved(probe), _route(probe)
-    if saved is None or not route:
-        return Verdict.failed("the saved game or the route is missing")
-    return Verdict.check(saved[1] == route, f"saved rolls {saved[1]!r}, route file {route!r}")
+CHECKS = ShortestPlayChecks(game="Cube", save=SAVE, moves_file=ROUTE, unit="rolls",
+                            solved_as="with all six faces blue", replay=replay, written=str.upper)
 
 
 def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
-    x, y, _w, h = ctx.truth["window"]
-    yield {"kind": "click", "x": x + 4, "y": y + h - 4}  # focus the window on its status bar
-    for keys in ("F10", "Down", "Down", "Down", "Return"):  # Game > Specific... shows the game id
-        yield {"kind": "key", "keys": keys}
-    yield wait_window_action("game selection")
-    yield {"kind": "key", "keys": "ctrl+a"}
-    yield {"kind": "key", "keys": "ctrl+c"}
-    yield {"kind": "key", "keys": "Escape"}
+    yield from copy_game_id(ctx.truth["window"])
     yield {"kind": "shell", "command": SOLVER, "timeout": 300}
     assert ctx.obs is not None
     found = re.search(r"^ROUTE ([LRUD]+)$", ctx.obs["terminal"], re.M)
@@ -225,13 +167,13 @@ TASK = Task(
                  "shortest means searching every roll sequence with a program"),
     setup=setup,
     clauses=(
-        Clause("save_board", "~/cube.sav is a Cube save of the board on screen", check_save_board,
+        Clause("save_board", "~/cube.sav is a Cube save of the board on screen", CHECKS.check_save_board,
                critical=True, cap=0.25),
-        Clause("save_completed", "the saved game ends with all six faces blue", check_save_completed, weight=2.0,
+        Clause("save_completed", "the saved game ends with all six faces blue", CHECKS.check_save_solved, weight=2.0,
                critical=True, cap=0.5),
-        Clause("save_shortest", "the saved game takes the fewest possible rolls", check_save_shortest),
-        Clause("route_file", "~/cube_route.txt holds a shortest solving route", check_route, weight=2.0),
-        Clause("rolled_route", "the saved game rolls exactly the route in the file", check_rolled_route),
+        Clause("save_shortest", "the saved game takes the fewest possible rolls", CHECKS.check_save_shortest),
+        Clause("route_file", "~/cube_route.txt holds a shortest solving route", CHECKS.check_moves_file, weight=2.0),
+        Clause("rolled_route", "the saved game rolls exactly the route in the file", CHECKS.check_played),
     ),
     rules=(GuiArtifactViaCli([SAVE], "the save file must come from the Cube window's Save dialog"),),
     oracle=oracle,

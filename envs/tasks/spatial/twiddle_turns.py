@@ -12,13 +12,12 @@ be played in the window and the game saved through its Game > Save dialog (GUI).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Iterator
 
 from weavegym.envs.setup_context import HOME, SetupContext
 from weavegym.envs.task import ActionLike, Channels, OracleContext, Prepared, Task
-from weavegym.envs.tasks.games.sgt_common import save_via_dialog, saved_game, start_hidden, wait_window_action
-from weavegym.evaluators import Clause, GuiArtifactViaCli, Probe, Verdict
+from weavegym.envs.tasks.games.sgt_common import ShortestPlayChecks, copy_game_id, save_via_dialog, start_hidden
+from weavegym.evaluators import Clause, GuiArtifactViaCli
 
 TWIDDLE = "/usr/games/sgt-twiddle"
 PARAMS = "3x3n2o"  # 3x3 grid, 2x2 blocks, orientable tiles
@@ -146,72 +145,13 @@ def _letters(moves: list[str]) -> str:
     return "".join(out)
 
 
-def _saved(probe: Probe) -> tuple[str, str] | None:
-    saved = saved_game(probe.read_text(SAVE), "Twiddle")
-    return None if saved is None else (saved[0], _letters(saved[1]))
-
-
-def _route(probe: Probe) -> str | None:
-    text = probe.read_text(MOVES)
-    return None if text is None else re.sub(r"[\s,]+", "", text)
-
-
-def check_save_board(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
-    saved = _saved(probe)
-    if saved is None:
-        return Verdict.failed(f"{SAVE} is missing or not a Twiddle save file")
-    return Verdict.check(saved[0] == truth["desc"], f"saved board {saved[0]!r}, the board on screen was "
-                         f"{truth['desc']!r}")
-
-
-def check_save_solved(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
-    saved = _saved(probe)
-    if saved is None:
-        return Verdict.failed("no saved game")
-    if "S" in saved[1]:
-        return Verdict.failed("the saved game used Game > Solve")
-    done, error = replay(truth["desc"], saved[1])
-    return Verdict.check(done, error or f"saved game ({len(saved[1])} turns: {saved[1]}) ends "
-                         f"{'in order with every arrow up' if done else 'unsolved'}")
-
-
-def check_save_shortest(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
-    saved = _saved(probe)
-    if saved is None:
-        return Verdict.failed("no saved game")
-    return Verdict.check(replay(truth["desc"], saved[1])[0] and len(saved[1]) == len(truth["best"]),
-                         f"saved game takes {len(saved[1])} turns, the shortest solution takes {len(truth['best'])}")
-
-
-def check_moves_file(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
-    route = _route(probe)
-    if not route:
-        return Verdict.failed(f"{MOVES} is missing or empty")
-    done, error = replay(truth["desc"], route)
-    evidence = error or f"moves {route} ({len(route)} turns) {'solve' if done else 'do not solve'} the board; " \
-                        f"the shortest solution takes {len(truth['best'])}"
-    if done and len(route) > len(truth["best"]):
-        return Verdict.partial(evidence)
-    return Verdict.check(done, evidence)
-
-
-def check_played(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
-    saved, route = _saved(probe), _route(probe)
-    if saved is None or not route:
-        return Verdict.failed("the saved game or the moves file is missing")
-    return Verdict.check(saved[1] == route, f"saved turns {saved[1]!r}, moves file {route!r}")
+CHECKS = ShortestPlayChecks(game="Twiddle", save=SAVE, moves_file=MOVES, unit="turns",
+                            solved_as="in order with every arrow up", replay=replay, letters=_letters,
+                            solve_letter="S")
 
 
 def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
-    x, y, _w, h = ctx.truth["window"]
-    yield {"kind": "click", "x": x + 4, "y": y + h - 4}  # focus the window on its status bar
-    for keys in ("F10", "Down", "Down", "Down", "Return"):  # Game > Specific... shows the game id
-        yield {"kind": "key", "keys": keys}
-    yield wait_window_action("game selection")
-    yield {"kind": "key", "keys": "ctrl+a"}
-    yield {"kind": "key", "keys": "ctrl+c"}
-    yield {"kind": "key", "keys": "Escape"}
-    yield wait_window_action("game selection", present=False)
+    yield from copy_game_id(ctx.truth["window"])
     yield {"kind": "shell", "command": SOLVER, "timeout": 300}
     assert ctx.obs is not None
     found = re.search(r"^ROUTE ([a-dA-D]+)$", ctx.obs["terminal"], re.M)
@@ -242,13 +182,14 @@ TASK = Task(
                  "shortest means searching the turns with a program"),
     setup=setup,
     clauses=(
-        Clause("save_board", "~/twiddle.sav is a Twiddle save of the board on screen", check_save_board,
+        Clause("save_board", "~/twiddle.sav is a Twiddle save of the board on screen", CHECKS.check_save_board,
                critical=True, cap=0.25),
-        Clause("save_solved", "the saved game ends in order with every arrow up, without Solve", check_save_solved,
-               weight=2.0, critical=True, cap=0.5),
-        Clause("save_shortest", "the saved game takes the fewest possible turns", check_save_shortest),
-        Clause("moves_file", "~/twiddle_moves.txt holds a shortest solving sequence", check_moves_file, weight=2.0),
-        Clause("played_moves", "the saved game plays exactly the moves in the file", check_played),
+        Clause("save_solved", "the saved game ends in order with every arrow up, without Solve",
+               CHECKS.check_save_solved, weight=2.0, critical=True, cap=0.5),
+        Clause("save_shortest", "the saved game takes the fewest possible turns", CHECKS.check_save_shortest),
+        Clause("moves_file", "~/twiddle_moves.txt holds a shortest solving sequence", CHECKS.check_moves_file,
+               weight=2.0),
+        Clause("played_moves", "the saved game plays exactly the moves in the file", CHECKS.check_played),
     ),
     rules=(GuiArtifactViaCli([SAVE], "the save file must come from the Twiddle window's Save dialog"),),
     oracle=oracle,
