@@ -20,7 +20,12 @@ from weavegym.envs.errors import TaskError
 from weavegym.envs.guest_client import ExecResult, GuestClient, WindowInfo
 from weavegym.envs.window_manager import nudge_window_manager
 
+# The two accounts of the guest image (vm_images/recipe.py). The desktop account runs the X session and
+# every GUI app; the workspace account runs the episode's shell and python actions and cannot reach X.
+# Both share the home folder and the shared group, so a file's owner says which channel made it.
 DESKTOP_USER = "user"
+WORKSPACE_USER = "workspace"
+SHARED_GROUP = "weave"
 HOME = f"/home/{DESKTOP_USER}"
 # Root-only state a task's GUI hands back to its checker (e.g. what a dialog returned). The agent's
 # user cannot read or write it, and the forbidden-pattern rule flags code that mentions it.
@@ -38,6 +43,7 @@ class SetupContext:
         self.rng = np.random.default_rng(seed)
         self.home = HOME
         self.user = DESKTOP_USER
+        self.workspace_user = WORKSPACE_USER
         self.private_dir = PRIVATE_DIR
         self._launch_logs: list[str] = []
         self._bus_address: str | None = None
@@ -52,19 +58,27 @@ class SetupContext:
             raise TaskError(f"{self.task_id} setup: `{shown[:200]}` {why}: {result.stdout.strip()[-1500:]}")
         return result
 
-    def write_file(self, path: str, content: bytes | str, *, owner: str = DESKTOP_USER, mode: int = 0o644) -> None:
-        """Create a file (and its parent directories, owned like the file) with exact contents."""
+    def write_file(self, path: str, content: bytes | str, *, owner: str = DESKTOP_USER, mode: int = 0o664) -> None:
+        """Create a file with exact contents, in the shared group; parents under the home are made alike.
+
+        The default (desktop account, group-writable) lets both channels work on the task's material.
+        A file that the *GUI* must change and the checker then reads as a GUI deliverable needs
+        ``mode=0o644``: otherwise the workspace account could rewrite it in place, keeping the desktop
+        account as its owner. Parent folders under the home are setgid and group-writable, so either
+        side can add files there (and a file's owner then tells which side made it).
+        """
         data = content.encode() if isinstance(content, str) else content
         parent = PurePosixPath(path).parent
         if parent.is_relative_to(HOME):
             # Every directory created under the home belongs to the owner, not just the last one:
             # apps refuse to start when e.g. ~/.config was left owned by root.
             chain = [str(d) for d in reversed((parent, *parent.parents)) if d.is_relative_to(HOME)]
-            script = 'for d in "$@"; do [ -d "$d" ] || { mkdir "$d" && chown "$OWNER:$OWNER" "$d"; } || exit 1; done'
-            self.run(["env", f"OWNER={owner}", "sh", "-c", script, "sh", *chain])
+            script = ('for d in "$@"; do [ -d "$d" ] || install -d -m 2775 -o "$OWNER" -g "$GROUP" "$d" || exit 1; '
+                      'done')
+            self.run(["env", f"OWNER={owner}", f"GROUP={SHARED_GROUP}", "sh", "-c", script, "sh", *chain])
         else:
             self.run(["mkdir", "-p", str(parent)])
-        self.client.upload(data, path, mode=mode, owner=owner)
+        self.client.upload(data, path, mode=mode, owner=f"{owner}:{SHARED_GROUP}")
 
     def make_private_dir(self) -> str:
         self.run(["install", "-d", "-m", "0700", "-o", "root", "-g", "root", PRIVATE_DIR])

@@ -1,12 +1,13 @@
 """The episode's terminal: `shell` actions behave like one persistent bash; `python` runs a fresh interpreter.
 
-Each command runs in a new ``bash`` (as the desktop user, on the desktop's
-display) that first restores the previous command's state: working directory,
-shell and exported variables, functions and aliases. It saves that state again
-when it exits (an ``exit`` in the command included). So ``cd`` and ``export``
-persist exactly as in a terminal, while a command that outlives its deadline is
-killed with its whole process group and simply leaves the state of the command
-before it: the "shell" stays usable, with no wedged process to recover.
+Each command runs in a new ``bash`` as the guest's workspace account, which
+has no access to the X display (the GUI is the other channel), and first
+restores the previous command's state: working directory, shell and exported
+variables, functions and aliases. It saves that state again when it exits (an
+``exit`` in the command included). So ``cd`` and ``export`` persist exactly as
+in a terminal, while a command that outlives its deadline is killed with its
+whole process group and simply leaves the state of the command before it: the
+"shell" stays usable, with no wedged process to recover.
 
 The state lives under ``/tmp`` in the guest, so a snapshot reset wipes it along
 with everything else: every episode starts with a fresh shell in ``$HOME``.
@@ -19,9 +20,11 @@ import string
 from dataclasses import dataclass
 
 from weavegym.envs.guest_client import ExecResult, GuestClient
-from weavegym.envs.setup_context import DESKTOP_USER
+from weavegym.envs.setup_context import WORKSPACE_USER
 
-STATE_DIR = "/tmp/.weavegym-shell"
+# Per account ($UID expands in the guest): the desktop-terminal adversary of `weavegym validate` keeps a
+# shell of its own beside the episode's one.
+STATE_DIR = "/tmp/.weavegym-shell-$UID"
 STATE_FILE = f"{STATE_DIR}/state"
 
 # bash's own variables: dynamic, read-only or per-process; restoring them would be wrong or fail.
@@ -33,12 +36,14 @@ _SKIP_VARS = ("BASH*|EUID|PPID|UID|SHELLOPTS|FUNCNAME|GROUPS|HISTCMD|LINENO|RAND
               "OSTYPE|OPTIND|OPTARG|OPTERR|IFS|PS1|PS2|PS4|MAILCHECK")
 
 # Sourced at top level, not inside a function, where `declare` would make every variable local.
+# umask 002: files the shell makes are group-writable, so GUI apps (same shared group) can save over them.
 _RESTORE = f"""
+umask 002
 shopt -s expand_aliases
 if [[ -r {STATE_FILE} ]]; then . {STATE_FILE}; else cd ~ 2>/dev/null; fi
 """
 
-_SHELL_WRAPPER = f"""
+SHELL_WRAPPER = f"""
 IFS= read -r -d '' __wg_cmd
 exec </dev/null
 __wg_save() {{
@@ -61,7 +66,7 @@ trap __wg_save EXIT
 eval "$__wg_cmd"
 """
 
-_PYTHON_WRAPPER = _RESTORE + """
+PYTHON_WRAPPER = _RESTORE + """
 exec python3 - 2>&1
 """
 
@@ -76,20 +81,21 @@ class CommandOutput:
 
 
 class ShellSession:
-    def __init__(self, client: GuestClient, *, max_output_bytes: int = 1 << 20) -> None:
+    def __init__(self, client: GuestClient, *, user: str = WORKSPACE_USER, max_output_bytes: int = 1 << 20) -> None:
         self.client = client
+        self.user = user
         self.max_output_bytes = max_output_bytes
 
     def shell(self, command: str, timeout: float) -> CommandOutput:
-        return self._run(_SHELL_WRAPPER, command, timeout)
+        return self._run(SHELL_WRAPPER, command, timeout)
 
     def python(self, code: str, timeout: float) -> CommandOutput:
         """A fresh ``python3`` in the shell's current directory and environment."""
-        return self._run(_PYTHON_WRAPPER, code, timeout)
+        return self._run(PYTHON_WRAPPER, code, timeout)
 
     def _run(self, wrapper: str, stdin: str, timeout: float) -> CommandOutput:
         result: ExecResult = self.client.exec(
-            ["bash", "-c", wrapper, "weavegym-shell"], user=DESKTOP_USER, stdin=stdin.encode("utf-8"),
+            ["bash", "-c", wrapper, "weavegym-shell"], user=self.user, stdin=stdin.encode("utf-8"),
             timeout=timeout, max_output_bytes=self.max_output_bytes, merge_stderr=True)
         text = result.stdout
         if result.timed_out:

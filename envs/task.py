@@ -42,6 +42,40 @@ class Channels:
     why_both: str
 
 
+CHANNEL_NAMES = ("gui", "cli")
+
+
+@dataclass(frozen=True)
+class Deliverable:
+    """A file the episode must leave behind, and the channel whose account must have written it.
+
+    The guest runs GUI apps as the desktop account and ``shell``/``python`` as the workspace account,
+    so a file's owner says which channel made it (README, "Two accounts, two channels"). Every declared
+    deliverable gets a critical provenance clause: when the file exists but belongs to the other side
+    (or is a symlink, or not a regular file), the score is 0 however right its content is.
+    ``path`` may name truth fields (``"{home}/out/{name}.csv"``); ``owner`` overrides the channel's
+    default account (e.g. ``"designer"`` for an app run under its own account, ``"root"`` for a
+    dialog's answer captured by setup into the private folder).
+    """
+
+    path: str
+    channel: str  # "gui" | "cli"
+    owner: str = ""
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        if self.channel not in CHANNEL_NAMES:
+            raise TaskError(f"deliverable {self.path!r}: channel must be one of {CHANNEL_NAMES}, not {self.channel!r}")
+        if not self.path.startswith(("/", "{")):
+            raise TaskError(f"deliverable {self.path!r}: the path must be absolute (the checker runs as root)")
+
+    def resolve(self, truth: Mapping[str, Any]) -> str:
+        try:
+            return self.path.format(**truth)
+        except (KeyError, IndexError, ValueError) as exc:
+            raise TaskError(f"deliverable {self.path!r} names a truth field setup did not provide: {exc}") from None
+
+
 @dataclass(frozen=True)
 class Prepared:
     """What ``setup`` returns: instruction parameters (shown to the agent) and ground truth (host only)."""
@@ -75,6 +109,7 @@ class Task:
     clauses: tuple[Clause, ...]
     oracle: Oracle
     rules: tuple[TrajectoryRule, ...] = ()  # besides the default ForbiddenPatterns, which every task gets
+    deliverables: tuple[Deliverable, ...] = ()  # what each channel must write; checked by provenance clauses
     profile: str = "base"  # image profile the task needs
     apps: tuple[str, ...] = ()  # the programs the task drives (documentation; the profile must ship them)
     max_steps: int = 30

@@ -66,6 +66,7 @@ class Trajectory:
     task_seed: int
     instruction: str
     steps: list[StepRecord] = field(default_factory=list)
+    started_wall: float = 0.0  # host epoch seconds at reset; the guest clock is resynced to it
 
     def record(self, step: StepRecord) -> None:
         self.steps.append(step)

@@ -37,7 +37,7 @@ from weavegym.envs.errors import (
 )
 from weavegym.envs.executor import ActionExecutor, ActionOutcome
 from weavegym.envs.frames import SettleResult, settle
-from weavegym.envs.setup_context import SetupContext
+from weavegym.envs.setup_context import DESKTOP_USER, SetupContext
 from weavegym.envs.shell_session import ShellSession
 from weavegym.envs.spaces import action_space, observation_space
 from weavegym.envs.task import Prepared, Task
@@ -101,7 +101,7 @@ class WeaveEnv(gym.Env[dict[str, Any], dict[str, Any]]):
         frame_start = time.monotonic()
         self._frame = self._settle().frame
         timings = {"reset_s": time.monotonic() - start, "frame_s": time.monotonic() - frame_start}
-        self.trajectory = Trajectory(self.task.id, self.task_seed, self.instruction)
+        self.trajectory = Trajectory(self.task.id, self.task_seed, self.instruction, started_wall=time.time())
         self.trajectory.record(StepRecord(0, "reset", None, "", None, "", 0, FrameRecord.of(0, self._frame),
                                           timings))
         self._episode_start = time.monotonic()
@@ -189,12 +189,18 @@ class WeaveEnv(gym.Env[dict[str, Any], dict[str, Any]]):
     def evaluate(self) -> Any:
         """Score the VM's current state against the task (the env calls this when an episode ends)."""
         from weavegym.evaluators import ForbiddenPatterns, Probe, evaluate
+        from weavegym.evaluators.channel_rules import DesktopAccessUnchanged, NoDesktopTerminalWork
+        from weavegym.evaluators.provenance import provenance_clauses
 
         if self.trajectory is None or self.prepared is None or self.backend is None:
             raise EpisodeError("nothing to evaluate: call reset() first")
         assert self.backend.client is not None
-        rules = (ForbiddenPatterns(), *self.task.rules)
-        return evaluate(self.task.clauses, rules, Probe(self.backend.client), self.trajectory,
+        rules: tuple[Any, ...] = (ForbiddenPatterns(), *self.task.rules)
+        if self.backend.workspace_user != DESKTOP_USER:  # the guest keeps the channels apart: hold it to that
+            owners = {d.owner for d in self.task.deliverables if d.owner}
+            rules = (DesktopAccessUnchanged(owners - {"root"}), NoDesktopTerminalWork(), *rules)
+        clauses = (*self.task.clauses, *provenance_clauses(self.task.deliverables))
+        return evaluate(clauses, rules, Probe(self.backend.client), self.trajectory,
                         self.prepared.truth, pass_threshold=self.task.pass_threshold)
 
     # -- helpers ---------------------------------------------------------------------------------
@@ -210,8 +216,8 @@ class WeaveEnv(gym.Env[dict[str, Any], dict[str, Any]]):
     def _executor_for(self) -> ActionExecutor:
         assert self.backend is not None and self.backend.client is not None
         if self._executor is None or self._executor.client is not self.backend.client:
-            self._executor = ActionExecutor(self.backend.client, ShellSession(self.backend.client),
-                                            self.config.shell_timeout_s)
+            shell = ShellSession(self.backend.client, user=self.backend.workspace_user)
+            self._executor = ActionExecutor(self.backend.client, shell, self.config.shell_timeout_s)
         return self._executor
 
     def _pick_task_seed(self, seed: int | None, options: dict[str, Any]) -> int:

@@ -64,6 +64,14 @@ class FileProbe:
         st = self.client.stat(path, follow_symlinks=follow_symlinks, timeout=self.timeout)
         return st if st.exists else None
 
+    def provenance(self, path: str) -> tuple[str, str] | None:
+        """(type, owner account) of the path itself, symlinks not followed; None when absent.
+
+        The owner of a deliverable's inode is which channel's account made it (see evaluators.provenance).
+        """
+        st = self.stat(path, follow_symlinks=False)
+        return None if st is None else (st.type, st.owner)
+
     def exists(self, path: str) -> bool:
         return self.stat(path) is not None
 

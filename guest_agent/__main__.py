@@ -32,6 +32,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--python", default="/usr/bin/python3", help="interpreter for RunPython")
     p.add_argument("--vsock-port", type=int, default=0,
                    help="also accept connections on this AF_VSOCK port (relayed to the TCP listener)")
+    p.add_argument("--no-display-for", default="", metavar="USER[,USER]",
+                   help="accounts whose commands get no DISPLAY (the episode's workspace account)")
     p.add_argument("--no-shm", action="store_true", help="capture with XGetImage even if MIT-SHM exists")
     p.add_argument("--log-level", default="INFO")
     return p.parse_args(argv)
@@ -47,7 +49,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"weavegym-agent: cannot read the token: {exc}", file=sys.stderr)
         return 2
     config = AgentConfig(display=args.display, listen=args.listen, token=token, python=args.python,
-                         use_shm=not args.no_shm)
+                         use_shm=not args.no_shm,
+                         no_display_users=frozenset(u for u in args.no_display_for.split(",") if u))
     server, servicer, port = build_server(config)
     relay = None
     if args.vsock_port:

@@ -78,6 +78,9 @@ class ExecDefaults:
     """Agent-wide settings for commands; the display is the one the agent serves."""
 
     display: str = ""
+    # Accounts whose commands get no DISPLAY/XAUTHORITY: the episode's workspace account must not see the
+    # desktop (the X server refuses it anyway; this keeps its environment from even naming the display).
+    no_display_users: frozenset[str] = frozenset()
     python: str = "/usr/bin/python3"
     shell: str = "/bin/bash"
     extra_env: dict[str, str] = field(default_factory=dict)
@@ -133,8 +136,13 @@ def build_spec(
         "SHELL": defaults.shell,
         "TERM": "dumb",
     }
-    if defaults.display:
+    name = account.pw_name if account else pwd.getpwuid(os.getuid()).pw_name
+    if defaults.display and name not in defaults.no_display_users:
         full_env["DISPLAY"] = defaults.display
+        # Only the agent's own account gets its X cookie: other accounts reach X through the server's
+        # per-user access list (or not at all), never through a cookie they could copy elsewhere.
+        if account is None and os.environ.get("XAUTHORITY"):
+            full_env["XAUTHORITY"] = os.environ["XAUTHORITY"]
     full_env.update(defaults.extra_env)
     for key, value in env.items():
         if not key or "=" in key:

@@ -106,12 +106,18 @@ def upload(path: str, chunks: Iterable[bytes], mode: int = 0, owner: str = "",
     if os.path.isdir(path):
         raise InvalidArgument(f"{path!r} is a directory")
     uid = gid = -1
-    if owner:
+    if owner:  # "user" (the user's own group) or "user:group"
+        user, _, group = owner.partition(":")
         try:
-            account = pwd.getpwnam(owner)
+            account = pwd.getpwnam(user)
         except KeyError:
-            raise InvalidArgument(f"no such user {owner!r}") from None
+            raise InvalidArgument(f"no such user {user!r}") from None
         uid, gid = account.pw_uid, account.pw_gid
+        if group:
+            try:
+                gid = grp.getgrnam(group).gr_gid
+            except KeyError:
+                raise InvalidArgument(f"no such group {group!r}") from None
         if uid != os.getuid() and os.getuid() != 0:
             raise PermissionDenied(f"the agent cannot give files to {owner!r}")
     if not os.path.isdir(directory):

@@ -51,6 +51,7 @@ class AgentConfig:
     python: str = "/usr/bin/python3"
     max_workers: int = 32
     use_shm: bool = True
+    no_display_users: frozenset[str] = frozenset()  # accounts whose commands get no DISPLAY
 
 
 def _abort(context: grpc.ServicerContext, exc: Exception) -> None:
@@ -127,7 +128,8 @@ class GuestAgentServicer(pb_grpc.GuestAgentServicer):
         self.capturer = ScreenCapturer(self.display, use_shm=config.use_shm)
         self.input = InputController(self.display)
         self.clipboard = Clipboard(self.display)
-        self.exec_defaults = execution.ExecDefaults(display=config.display, python=config.python)
+        self.exec_defaults = execution.ExecDefaults(display=config.display, python=config.python,
+                                                     no_display_users=config.no_display_users)
         self.boot_id = _read_boot_id()
         self._started = time.monotonic()
 

@@ -70,7 +70,7 @@ def test_setup_context_creates_user_owned_parents_and_launches_as_the_user(vm: L
     for rel in (".config", ".config/weavegym-t", ".config/weavegym-t/deep", ".config/weavegym-t/deep/er",
                 ".config/weavegym-t/deep/er/notes.txt"):
         st = vm.client.stat(f"/home/user/{rel}")
-        assert (st.owner, st.group) == ("user", "user"), rel
+        assert (st.owner, st.group) == ("user", "weave"), rel  # the shared group: both channels may read
     assert vm.client.exec("cat /home/user/.config/weavegym-t/deep/er/notes.txt").stdout == "ünïcode\n"
     ctx.write_file("/srv/weavegym-t/root.txt", "x", owner="root")
     assert vm.client.stat("/srv/weavegym-t").owner == "root"

@@ -122,7 +122,7 @@ def build_image(recipe: ImageRecipe, cache_dir: Path, progress: Progress | None 
         report("provision", f"{len(recipe.packages)} packages in the chroot")
         with _chroot_mounts(rootfs, cache_dir / "debs" / recipe.distribution.name):
             _run(["chroot", str(rootfs), "/bin/bash", "/tmp/provision.sh", recipe.desktop_user,
-                  " ".join(recipe.packages), recipe.session_command],
+                  " ".join(recipe.packages), recipe.session_command, recipe.workspace_user, recipe.shared_group],
                  "provisioning the guest", report, "provision")
         (rootfs / "tmp" / "provision.sh").unlink()
         report("kernel", "kernel and initrd")
@@ -138,6 +138,7 @@ def build_image(recipe: ImageRecipe, cache_dir: Path, progress: Progress | None 
         manifest = {
             "name": name, "key": key, "profile": recipe.profile, "distro": recipe.distro,
             "packages": list(recipe.packages), "desktop_user": recipe.desktop_user,
+            "workspace_user": recipe.workspace_user, "shared_group": recipe.shared_group,
             "kernel_version": kernel_version, "build_seconds": round(time.monotonic() - started, 1),
             "disk_bytes": (work / "disk.qcow2").stat().st_size, "created": time.time(),
             "agent_port": 7600, "ready_window_classes": list(recipe.ready_window_classes),
@@ -201,23 +202,49 @@ def _pins() -> dict[str, str]:
             if d.split("=")[0].split(">")[0].split("<")[0].strip() in wanted}
 
 
+GUEST_WHEEL = "weavegym-guest"
+
+# The guest wheel's own top-level module: the host package's __init__ would pull in (lazily, but
+# still) names of host modules that do not exist in the guest.
+_GUEST_INIT = '''"""weavegym's guest side: the agent (weavegym.guest_agent) and its protocol (weavegym.agent.v1).
+
+This distribution is all that enters a guest. Task code, oracles, checkers and fixtures stay on the host.
+"""
+'''
+
+
 def build_agent_wheels(python_version: str, dest: Path) -> None:
     """The guest agent and its pinned dependencies as wheels for ``python_version`` (e.g. "3.11").
 
     Guests may have no network, so everything they install comes from this directory:
-    image builds copy it into the chroot, the ssh backend uploads it.
+    image builds copy it into the chroot, the ssh backend uploads it. The agent's wheel holds only
+    ``weavegym.guest_agent`` and ``weavegym.agent`` (see ``guest_wheel_tree``).
     """
     dest.mkdir(parents=True, exist_ok=True)
     pip = [sys.executable, "-m", "pip", "-q", "--disable-pip-version-check"]
-    with tempfile.TemporaryDirectory(prefix="weavegym-src-") as tmp:
-        # A clean copy: setuptools never empties build/, so building in the repo could ship stale modules.
-        src = Path(tmp) / "src"
-        shutil.copytree(REPO_ROOT, src, ignore=shutil.ignore_patterns(
-            ".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".pytest_cache", ".ruff_cache", "tests"))
-        _run([*pip, "wheel", "--no-deps", "-w", str(dest), str(src)], "building the weavegym wheel")
+    with tempfile.TemporaryDirectory(prefix="weavegym-guest-src-") as tmp:
+        src = guest_wheel_tree(Path(tmp) / "src")
+        _run([*pip, "wheel", "--no-deps", "-w", str(dest), str(src)],
+             "building the guest wheel")
     _run([*pip, "download", "--only-binary=:all:", "--python-version", python_version, "--implementation", "cp",
           "--platform", "manylinux2014_x86_64", "--platform", "manylinux_2_17_x86_64", "-d", str(dest),
           *_pins().values(), "six"], "downloading the agent's wheels")
+
+
+def guest_wheel_tree(src: Path) -> Path:
+    """A source tree for the guest-only wheel: the agent, the generated protocol, a stub top module."""
+    package = src / "weavegym"
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    shutil.copytree(REPO_ROOT / "guest_agent", package / "guest_agent", ignore=ignore)
+    shutil.copytree(REPO_ROOT / "protos" / "weavegym" / "agent", package / "agent", ignore=ignore)
+    (package / "__init__.py").write_text(_GUEST_INIT)
+    version = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["version"]
+    (src / "pyproject.toml").write_text(
+        "[build-system]\nrequires = [\"setuptools>=69\", \"wheel\"]\nbuild-backend = \"setuptools.build_meta\"\n\n"
+        f"[project]\nname = \"{GUEST_WHEEL}\"\nversion = \"{version}\"\nrequires-python = \">=3.9\"\n"
+        f"dependencies = {json.dumps(sorted(_pins().values()))}\n\n"
+        "[tool.setuptools.packages.find]\ninclude = [\"weavegym*\"]\n")
+    return src
 
 
 def _install_guest_files(rootfs: Path) -> None:
@@ -226,7 +253,8 @@ def _install_guest_files(rootfs: Path) -> None:
     for unit in GUEST_FILES.glob("*.service"):
         shutil.copy(unit, units / unit.name)
     (rootfs / "etc" / "systemd" / "network").mkdir(parents=True, exist_ok=True)
-    for script, dest in (("weavegym-session", "usr/local/bin"), ("weavegym-read-settings", "usr/local/sbin")):
+    for script, dest in (("weavegym-session", "usr/local/bin"), ("weavegym-read-settings", "usr/local/sbin"),
+                         ("weavegym-xauth", "usr/local/sbin")):
         target = rootfs / dest / script
         shutil.copy(GUEST_FILES / script, target)
         target.chmod(0o755)

@@ -48,6 +48,13 @@ BASE_PACKAGES: tuple[str, ...] = (
     "python3", "python3-venv",
     "xserver-xorg-core", "xserver-xorg-input-libinput", "x11-xserver-utils", "x11-utils", "xinit",
     "openbox", "xterm", "xfonts-base", "zenity", "xdotool", "fonts-dejavu-core",
+    # xauth: the root-only cookie that switches on the X server's access control (weavegym-xauth).
+    "xauth",
+    # xclip: a clipboard client, so the channel tests show that the workspace account's copy is refused too.
+    "xclip",
+    # acct: the kernel's process accounting (uid and controlling tty of every process), which the
+    # NoDesktopTerminalWork rule reads to see command lines typed into a terminal on the desktop.
+    "acct",
     # imagemagick: `import -window root` is how tasks ask for screenshot deliverables from the CLI.
     "imagemagick",
     # Light real apps so that one task per domain can run (and be validated in CI) on the base image:
@@ -86,7 +93,9 @@ PROFILES: dict[str, dict[str, object]] = {
 class ImageRecipe:
     profile: str = "base"
     distro: str = "debian-12"
-    desktop_user: str = "user"
+    desktop_user: str = "user"  # runs the X session and every GUI app
+    workspace_user: str = "workspace"  # runs the episode's shell and python actions; no X access
+    shared_group: str = "weave"  # both accounts: files one channel makes, the other can read
     extra_packages: tuple[str, ...] = field(default_factory=tuple)
 
     def __post_init__(self) -> None:
@@ -146,5 +155,5 @@ def _guest_content_files() -> list[Path]:
     files: list[Path] = []
     for root in roots:
         files.extend(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
-    files.append(REPO_ROOT / "weavegym" / "__init__.py")
+    files.append(Path(__file__).resolve().parent / "builder.py")  # it makes the guest wheel's layout
     return sorted(files)

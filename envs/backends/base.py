@@ -23,6 +23,7 @@ class Backend(Protocol):
     client: GuestClient | None
     timings: dict[str, float]
     supports_snapshots: bool  # False: reset() cannot restore state, so the env re-runs the task setup
+    workspace_user: str  # the guest account the episode's shell and python actions run as
 
     def start(self) -> Backend: ...
     def reset(self, snapshot: str) -> float: ...

@@ -41,6 +41,7 @@ from weavegym.envs.errors import AgentError, BackendError, HostSetupError, VMSta
 from weavegym.envs.frames import read_ppm
 from weavegym.envs.guest_client import ClientConfig, GuestClient
 from weavegym.envs.paths import default_cache_dir
+from weavegym.envs.setup_context import WORKSPACE_USER
 from weavegym.envs.window_manager import nudge_window_manager
 from weavegym.guest_agent.relay import Relay, tcp_listener, vsock_connector
 from weavegym.vm_images.builder import BuiltImage, require_image
@@ -116,6 +117,7 @@ def _domain_type(config: LibvirtConfig, conn: libvirt.virConnect | None = None) 
 
 class LibvirtVM:
     supports_snapshots = True
+    workspace_user = WORKSPACE_USER  # the image's account for shell/python (vm_images/guest_files/provision.sh)
 
     def __init__(self, config: LibvirtConfig | None = None) -> None:
         self.config = config or LibvirtConfig()

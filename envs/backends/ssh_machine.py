@@ -32,7 +32,7 @@ from weavegym.envs.backends.ssh_link import SshLink, SshTarget
 from weavegym.envs.errors import AgentError, BackendError, HostSetupError, SnapshotError
 from weavegym.envs.guest_client import ClientConfig, GuestClient
 from weavegym.envs.paths import default_cache_dir
-from weavegym.envs.setup_context import LAUNCH_MARKER, PRIVATE_DIR
+from weavegym.envs.setup_context import DESKTOP_USER, LAUNCH_MARKER, PRIVATE_DIR
 
 INSTALL_DIR = "/opt/weavegym-ssh-agent"
 RUN_DIR = "/run/weavegym-ssh-agent"
@@ -49,6 +49,9 @@ class SshConfig:
     display: str = ":0"
     xauthority: str = ""  # XAUTHORITY for the agent, if the display needs one
     agent_port: int = 7611  # on the machine's 127.0.0.1; weavegym images already run their own agent on 7600
+    # The account shell/python actions run as. Empty: the desktop account, i.e. no channel split, since a
+    # machine not built from weavegym's image has no workspace account without X access (README).
+    workspace_user: str = ""
     ready_timeout_s: float = 60.0
     screen: tuple[int, int] = (1280, 720)
     profile: str = "base"  # documentation only: the machine has whatever apps it has
@@ -64,6 +67,10 @@ class SshConfig:
 
 class SshMachine:
     supports_snapshots = False
+
+    @property
+    def workspace_user(self) -> str:
+        return self.config.workspace_user or DESKTOP_USER
 
     def __init__(self, config: SshConfig) -> None:
         self.config = config
@@ -179,13 +186,15 @@ class SshMachine:
     def _start_agent(self) -> None:
         link, port = self._link_or_raise(), self.config.agent_port
         env = f"XAUTHORITY={shlex.quote(self.config.xauthority)} " if self.config.xauthority else ""
+        workspace = self.config.workspace_user
+        no_display = f"--no-display-for {shlex.quote(workspace)} " if workspace else ""
         # A separate command: the start script's own command line would match the pkill pattern.
         link.run(f"{self._sudo}sh -c {shlex.quote(_stop_agent(port))}", timeout=15)
         script = (f"mkdir -p {RUN_DIR}; chmod 700 {RUN_DIR}; umask 077; "
                   f"cat > {RUN_DIR}/token; "
                   f"{env}PYTHONPATH={INSTALL_DIR}/lib setsid -f python3 -m weavegym.guest_agent "
                   f"--display {shlex.quote(self.config.display)} --listen 127.0.0.1:{port} "
-                  f"--token-file {RUN_DIR}/token --python /usr/bin/python3 "
+                  f"--token-file {RUN_DIR}/token --python /usr/bin/python3 {no_display}"
                   f"> {RUN_DIR}/agent-{port}.log 2>&1 < /dev/null")
         result = link.run(f"{self._sudo}sh -c {shlex.quote(script)}", stdin=self.token.encode(), timeout=30)
         if not result.ok:

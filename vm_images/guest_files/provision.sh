@@ -1,10 +1,12 @@
 #!/bin/bash
 # Runs inside the image's chroot during `weavegym image build`. Arguments come from the recipe.
-#   provision.sh DESKTOP_USER "PACKAGES…" SESSION_COMMAND PYTHON
+#   provision.sh DESKTOP_USER "PACKAGES…" SESSION_COMMAND WORKSPACE_USER SHARED_GROUP
 set -euo pipefail
 DESKTOP_USER=$1
 PACKAGES=$2
 SESSION_COMMAND=$3
+WORKSPACE_USER=$4
+SHARED_GROUP=$5
 export DEBIAN_FRONTEND=noninteractive LC_ALL=C.UTF-8
 
 # No service may start inside the build chroot.
@@ -17,10 +19,29 @@ apt-get install -y -qq --no-install-recommends $PACKAGES
 # /var/cache/apt/archives is the host's persistent .deb cache (bind-mounted): keep it, drop the lists.
 rm -rf /var/lib/apt/lists/*
 
-# The unprivileged desktop user: no password, no sudo (tasks that need sudo grant it in their setup).
-id "$DESKTOP_USER" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash "$DESKTOP_USER"
+# Two accounts, two channels (README, "Two accounts"):
+# - the desktop account runs the X session and every GUI app; no password, no sudo (tasks that need sudo
+#   grant it in their setup);
+# - the workspace account runs the episode's `shell` and `python` actions. It has no X access (see
+#   weavegym-xauth), a uid of its own (so it can neither ptrace nor signal the desktop's processes, nor
+#   read their environment), and the same home folder, so `~/...` means the same file on both channels.
+# Both are in the shared group. The home is setgid (new files get the shared group) and sticky (neither
+# side can delete or rename the other's files there); its dot folders belong to the desktop account alone.
+getent group "$SHARED_GROUP" >/dev/null || groupadd "$SHARED_GROUP"
+id "$DESKTOP_USER" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash -G "$SHARED_GROUP" "$DESKTOP_USER"
+HOME_DIR=/home/$DESKTOP_USER
+id "$WORKSPACE_USER" >/dev/null 2>&1 || \
+  useradd --no-create-home --home-dir "$HOME_DIR" --shell /bin/bash -G "$SHARED_GROUP" "$WORKSPACE_USER"
 passwd --delete "$DESKTOP_USER" >/dev/null
+passwd --lock "$WORKSPACE_USER" >/dev/null
 passwd --lock root >/dev/null
+install -d -o "$DESKTOP_USER" -g "$SHARED_GROUP" -m 0755 "$HOME_DIR/.config" "$HOME_DIR/.local" \
+  "$HOME_DIR/.local/share" "$HOME_DIR/.cache"
+chown "$DESKTOP_USER:$SHARED_GROUP" "$HOME_DIR" "$HOME_DIR"/.bashrc "$HOME_DIR"/.profile "$HOME_DIR"/.bash_logout
+chmod 3775 "$HOME_DIR"
+# ptrace only of one's own descendants; no kernel log for the episode's accounts.
+printf 'kernel.yama.ptrace_scope = 1\nkernel.dmesg_restrict = 1\nfs.protected_hardlinks = 1\nfs.protected_symlinks = 1\n' \
+  > /etc/sysctl.d/60-weavegym.conf
 
 echo weavegym > /etc/hostname
 printf '127.0.0.1 localhost\n127.0.1.1 weavegym\n' > /etc/hosts
@@ -44,15 +65,18 @@ fi
 
 cat > /etc/weavegym-session.conf <<CONF
 DESKTOP_USER=$DESKTOP_USER
+WORKSPACE_USER=$WORKSPACE_USER
 SESSION_COMMAND="$SESSION_COMMAND"
 CONF
 
-# Agent venv from wheels built on the host: no network needed here.
+# Agent venv from wheels built on the host: no network needed here. Only the guest wheel (the agent and
+# its protocol) enters the guest; task code, oracles, checkers and fixtures stay on the host. Root only.
 python3 -m venv /opt/weavegym/venv
 /opt/weavegym/venv/bin/pip install -q --no-index --find-links /tmp/weavegym-wheels \
   grpcio protobuf python-xlib
-/opt/weavegym/venv/bin/pip install -q --no-index --no-deps --find-links /tmp/weavegym-wheels weavegym
+/opt/weavegym/venv/bin/pip install -q --no-index --no-deps --find-links /tmp/weavegym-wheels weavegym-guest
 /opt/weavegym/venv/bin/python -c "import weavegym.guest_agent.server"
+chmod 0700 /opt/weavegym
 
 systemctl enable systemd-networkd.service weavegym-xorg.service weavegym-session.service \
   weavegym-agent.service ssh.service >/dev/null 2>&1

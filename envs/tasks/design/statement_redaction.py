@@ -19,7 +19,7 @@ import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
 from weavegym.envs.setup_context import HOME, PRIVATE_DIR, SetupContext
-from weavegym.envs.task import ActionLike, Channels, OracleContext, Prepared, Task
+from weavegym.envs.task import ActionLike, Channels, Deliverable, OracleContext, Prepared, Task
 from weavegym.evaluators import Clause, Probe, Verdict
 
 DIR = f"{HOME}/statement"
@@ -207,6 +207,11 @@ TASK = Task(
                check_redacted_png),
         Clause("web_preview", "publish/statement_web.jpg is a half-size JPEG of the redacted statement",
                check_preview),
+    ),
+    deliverables=(
+        Deliverable(BOXES, "gui", owner="root", description="the Redact tool's record of its boxes"),
+        Deliverable(REDACTED, "gui", description="statement_redacted.png (saved by the Redact tool)"),
+        Deliverable(PREVIEW, "cli", description="publish/statement_web.jpg"),
     ),
     oracle=oracle,
     profile="base",

@@ -3,15 +3,20 @@
 The crash cause is only in the service's log and the fix is a config edit and
 a restart (CLI). The deployment is confirmed in a GUI dialog with the build id
 the *running* service reports; the dialog's answer lands in a root-only file.
+The service's files belong to the workspace account (the shell's), and the build
+id gets a random run suffix at every start, so it can only come from the repaired,
+running service; the checker compares the answer with what that service reports.
 """
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from weavegym.envs.setup_context import HOME, PRIVATE_DIR, SetupContext
-from weavegym.envs.task import ActionLike, Channels, OracleContext, Prepared, Task
+from weavegym.envs.setup_context import HOME, PRIVATE_DIR, WORKSPACE_USER, SetupContext
+from weavegym.envs.task import ActionLike, Channels, Deliverable, OracleContext, Prepared, Task
 from weavegym.evaluators import Clause, Probe, Verdict
 
 APP = f"{HOME}/inventory"
@@ -38,17 +43,42 @@ for _ in range(100):
 PY"""
 
 
+DATA_NAMES = ("stock", "inventory", "warehouse", "catalog", "items", "parts", "store", "goods")
+DATA_SUFFIXES = (".json", "-data.json", "_v2.json", ".db.json")
+
+
+def _misspelt(rng, name: str) -> str:
+    """A plausible typo of ``name``: a dropped, doubled or swapped letter, or a wrong folder."""
+    i = int(rng.integers(1, len(name) - 1))
+    how = int(rng.integers(0, 4))
+    if how == 0:
+        return name[:i] + name[i + 1:]
+    if how == 1:
+        return name[:i] + name[i] + name[i:]
+    if how == 2 and name[i] != name[i + 1]:
+        return name[:i] + name[i + 1] + name[i] + name[i + 2:]
+    return f"{('data', 'var', 'db', 'old')[int(rng.integers(0, 4))]}/{name}"
+
+
 def setup(ctx: SetupContext) -> Prepared:
     port = 8000 + int(ctx.rng.integers(0, 1000))
     build = f"build-{int(ctx.rng.integers(1000, 10000))}"
-    data_file = f"{APP}/stock.json"
-    broken = f"{APP}/{('stock.jsn', 'stok.json', 'data/stock.json')[ctx.seed % 3]}"
-    ctx.write_file(f"{APP}/server.py", ctx.fixture(__package__, "fixtures/inventory_server.py"))
-    ctx.write_file(f"{APP}/run.sh", RUN_SH, mode=0o755)
-    ctx.write_file(f"{APP}/BUILD", build + "\n")
-    ctx.write_file(data_file, '{"widgets": 12, "gears": 7}\n')
-    ctx.write_file(CONFIG, f"[server]\nhost = 127.0.0.1\nport = {port}\n\n[data]\nfile = {broken}\n")
-    ctx.run([f"{APP}/run.sh"], user=ctx.user)  # it crashes and says why in the log
+    name = f"{DATA_NAMES[int(ctx.rng.integers(len(DATA_NAMES)))]}{DATA_SUFFIXES[int(ctx.rng.integers(4))]}"
+    data_file = f"{APP}/{name}"
+    broken = f"{APP}/{_misspelt(ctx.rng, name)}"
+    # The service is the shell's to repair: its files belong to the workspace account, read-only to the
+    # desktop account (so a terminal on the desktop could only replace them, which provenance shows).
+    owner = WORKSPACE_USER
+    ctx.write_file(f"{APP}/server.py", ctx.fixture(__package__, "fixtures/inventory_server.py"), owner=owner,
+                   mode=0o644)
+    ctx.write_file(f"{APP}/run.sh", RUN_SH, owner=owner, mode=0o755)
+    ctx.write_file(f"{APP}/BUILD", build + "\n", owner=owner, mode=0o644)
+    ctx.write_file(data_file, json.dumps({"widgets": int(ctx.rng.integers(1, 99)),
+                                          "gears": int(ctx.rng.integers(1, 99))}) + "\n", owner=owner, mode=0o644)
+    ctx.write_file(CONFIG, f"[server]\nhost = 127.0.0.1\nport = {port}\n\n[data]\nfile = {broken}\n", owner=owner,
+                   mode=0o644)
+    ctx.write_file(LOG, "", owner=owner, mode=0o644)
+    ctx.run([f"{APP}/run.sh"], user=owner)  # it crashes and says why in the log
     ctx.run(["bash", "-c", f"for i in $(seq 100); do grep -q FATAL {LOG} && exit 0; sleep 0.1; done; exit 1"])
     ctx.make_private_dir()
     ctx.launch_gui(f"{{as_user}} zenity --entry --title='{DIALOG_TITLE}' "
@@ -83,8 +113,12 @@ def check_deploy(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
     answer = probe.read_text(ANSWER)
     if not answer:
         return Verdict.failed("the deploy console was not confirmed")
-    return Verdict.check(answer.strip() == truth["build"],
-                         f"deploy console got {answer.strip()[:40]!r}, the service reports {truth['build']!r}")
+    reply = probe.http_get(f"http://127.0.0.1:{truth['port']}/version")
+    running = reply[1].strip() if reply is not None and reply[0] == 200 else None
+    if running is None:
+        return Verdict.failed(f"deploy console got {answer.strip()[:40]!r}, but no service reports a build")
+    ok = answer.strip() == running and running.startswith(truth["build"] + ".")
+    return Verdict.check(ok, f"deploy console got {answer.strip()[:40]!r}, the running service reports {running!r}")
 
 
 def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
@@ -92,10 +126,15 @@ def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
     yield {"kind": "shell", "command": f"tail -n 5 {LOG}"}
     fix = f"sed -i 's|^file = .*|file = {ctx.truth['data_file']}|' {CONFIG}"
     yield {"kind": "shell", "command": f"{fix} && ~/inventory/run.sh && {WAIT_FOR_VERSION.format(port=port)}"}
+    assert ctx.obs is not None
+    reported = re.search(rf"^({re.escape(ctx.truth['build'])}\.[0-9a-f]+)$", ctx.obs["terminal"], re.M)
     x, y, w, h = ctx.truth["window"]
     yield {"kind": "click", "x": x + w // 2, "y": y + h // 2}  # focus the deploy console
-    yield {"kind": "type", "text": ctx.truth["build"]}
+    yield {"kind": "type", "text": reported.group(1) if reported else ctx.truth["build"]}
     yield {"kind": "key", "keys": "Return"}
+    # zenity writes its answer as it exits, which can trail the key press under load.
+    yield {"kind": "shell", "command": "timeout 60 sh -c 'while pgrep -x zenity >/dev/null; do sleep 0.2; done'",
+           "timeout": 90}
     yield {"kind": "done"}
 
 
@@ -119,6 +158,10 @@ TASK = Task(
         Clause("config_fixed", "inventory.ini points at the real data file", check_config),
         Clause("deploy_confirmed", "the deploy console was confirmed with the running build id", check_deploy,
                weight=2.0),
+    ),
+    deliverables=(
+        Deliverable(ANSWER, "gui", owner="root", description="the deploy console's answer (captured by setup)"),
+        Deliverable(CONFIG, "cli", description="the repaired inventory.ini"),
     ),
     oracle=oracle,
     apps=("zenity", "python3"),

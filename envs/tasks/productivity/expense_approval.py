@@ -1,9 +1,11 @@
-"""Weave-Productivity-1: total the travel expenses from a CSV, approve them in a dialog, keep a screenshot.
+"""Weave-Productivity-1: total the travel expenses from a CSV, approve them in a dialog, file the receipt.
 
 The CSV needs the CLI (or a calculator the base image lacks); the approval
 exists only in the GUI dialog, whose answer lands in a root-only file the
-agent cannot write; the screenshot deliverable must be a frame the env really
-captured, so a picture drawn with PIL scores 0.
+agent cannot write. Once approved, the dialog is followed by a receipt whose
+reference exists only as pixels on the screen (it travels to the receipt
+window through a pipe the workspace account cannot read), and the shell must
+file that reference: the work goes CLI -> GUI -> CLI.
 """
 
 from __future__ import annotations
@@ -12,15 +14,18 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from weavegym.envs.setup_context import HOME, PRIVATE_DIR, SetupContext
-from weavegym.envs.task import ActionLike, Channels, OracleContext, Prepared, Task
-from weavegym.evaluators import Clause, ImageFromCapturedFrame, Probe, Verdict
+from weavegym.envs.task import ActionLike, Channels, Deliverable, OracleContext, Prepared, Task
+from weavegym.evaluators import Clause, Probe, Verdict
 
 CSV = f"{HOME}/expenses.csv"
 TOTAL_FILE = f"{HOME}/travel_total.txt"
-SCREENSHOT = f"{HOME}/approval.png"
+RECEIPT_FILE = f"{HOME}/approval_ref.txt"
 ANSWER = f"{PRIVATE_DIR}/approval.out"
+REFERENCE = f"{PRIVATE_DIR}/receipt.txt"  # root-only: piped into the receipt window, never on disk for the agent
 CATEGORIES = ("Travel", "Meals", "Office", "Software")
 DIALOG_TITLE = "Expense approval"
+RECEIPT_TITLE = "Approval receipt"
+REF_ALPHABET = "ACDEFHJKMNPRTUVWXY3479"  # no look-alikes (0/O, 1/I/L, 5/S, 8/B): it is read from pixels
 
 
 def setup(ctx: SetupContext) -> Prepared:
@@ -32,15 +37,18 @@ def setup(ctx: SetupContext) -> Prepared:
         rows.append(f"2026-11-{1 + i % 28:02d},{category},{cents // 100}.{cents % 100:02d}")
     ctx.write_file(CSV, "date,category,amount\n" + "\n".join(rows) + "\n")
     ctx.make_private_dir()
+    reference = "R-" + "".join(REF_ALPHABET[int(i)] for i in ctx.rng.integers(0, len(REF_ALPHABET), 6))
+    ctx.write_file(REFERENCE, f"Approved. Receipt reference: {reference}\n", owner="root", mode=0o600)
+    # The receipt opens only after OK; `cat` runs as root and hands the text over a pipe.
     ctx.launch_gui(
         f"{{as_user}} zenity --forms --title='{DIALOG_TITLE}' --text='Approve the travel expenses of this month' "
-        f"--add-entry='Travel total' --add-entry='Approved by' > {ANSWER}", name="approval")
+        f"--add-entry='Travel total' --add-entry='Approved by' > {ANSWER} && cat {REFERENCE} | "
+        f"{{as_user}} zenity --text-info --title='{RECEIPT_TITLE}' --width=420 --height=160", name="approval")
     window = ctx.wait_window(f"^{DIALOG_TITLE}$")
-    approver = ("weave", "ops-lead", "finance")[ctx.seed % 3]
+    approver = ("weave", "ops-lead", "finance", "travel-desk", "cfo-office")[int(ctx.rng.integers(0, 5))]
     return Prepared(params={"approver": approver},
                     truth={"travel_total": f"{travel_cents // 100}.{travel_cents % 100:02d}", "approver": approver,
-                           "window": [window.x, window.y, window.width, window.height],
-                           "screen": list(ctx.screen)})
+                           "reference": reference, "window": [window.x, window.y, window.width, window.height]})
 
 
 def _answer(probe: Probe) -> list[str] | None:
@@ -72,15 +80,12 @@ def check_total_file(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
                          f"{TOTAL_FILE} holds {text.strip()[:40]!r}, expected {truth['travel_total']}")
 
 
-def check_screenshot(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
-    image = probe.image(SCREENSHOT)
-    if image is None:
-        return Verdict.failed(f"{SCREENSHOT} is missing or not an image")
-    width, height = truth["screen"]
-    if image.shape[:2] != (height, width):
-        return Verdict.partial(f"{SCREENSHOT} is {image.shape[1]}x{image.shape[0]}, not the full {width}x{height} "
-                               "screen")
-    return Verdict.satisfied(f"{SCREENSHOT} is a {width}x{height} image")
+def check_receipt(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
+    text = probe.read_text(RECEIPT_FILE)
+    if text is None:
+        return Verdict.failed(f"{RECEIPT_FILE} does not exist")
+    return Verdict.check(text.strip() == truth["reference"],
+                         f"{RECEIPT_FILE} holds {text.strip()[:40]!r}, the receipt showed {truth['reference']!r}")
 
 
 def _same_amount(text: str, expected: str) -> bool:
@@ -100,10 +105,12 @@ def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
     yield {"kind": "type", "text": total}
     yield {"kind": "key", "keys": "Tab"}
     yield {"kind": "type", "text": ctx.params["approver"]}
-    yield {"kind": "shell", "command": f"import -window root {SCREENSHOT}"}
     yield 'key("Tab")'
     yield 'key("Tab")'
-    yield 'key("Return")'  # focus is on OK now
+    yield 'key("Return")'  # focus is on OK now; the receipt window follows
+    yield {"kind": "wait", "seconds": 2}
+    # An agent reads the reference off the receipt window in its screenshot; the oracle knows it.
+    yield {"kind": "shell", "command": f"echo {ctx.truth['reference']} > {RECEIPT_FILE}"}
     yield "done()"
 
 
@@ -114,23 +121,28 @@ TASK = Task(
         "The file ~/expenses.csv lists this month's expenses (date,category,amount). "
         "1) Compute the sum of the Travel amounts and write it with two decimals (e.g. 123.45) to "
         "~/travel_total.txt. 2) In the open 'Expense approval' dialog, enter that sum as 'Travel total' and "
-        "'{approver}' as 'Approved by'. 3) While the filled-in dialog is on screen, save a full-screen "
-        "screenshot to ~/approval.png. 4) Confirm the dialog with OK, then finish."),
+        "'{approver}' as 'Approved by', and confirm it with OK. 3) The approval receipt that appears shows a "
+        "reference such as R-ABC123: write just that reference to ~/approval_ref.txt, then finish."),
     channels=Channels(
-        gui="fill in and confirm the approval dialog",
-        cli="sum the CSV, write travel_total.txt, capture the screen to a PNG",
-        why_both="the approval exists only as a GUI dialog, while the sum and the screenshot file need the shell"),
+        gui="fill in and confirm the approval dialog, read the receipt's reference",
+        cli="sum the CSV into travel_total.txt; file the receipt's reference in approval_ref.txt",
+        why_both="the approval exists only as a GUI dialog and the reference only on its receipt, while the sum "
+                 "and both files must come from the shell"),
     setup=setup,
     clauses=(
         Clause("dialog_total", "the dialog was confirmed with the correct travel total", check_dialog_total,
                weight=2.0, critical=True, cap=0.5),
         Clause("dialog_approver", "the dialog names the requested approver", check_dialog_approver),
         Clause("total_file", "~/travel_total.txt holds the travel total", check_total_file),
-        Clause("screenshot", "~/approval.png is a full-screen screenshot", check_screenshot),
+        Clause("receipt_filed", "~/approval_ref.txt holds the receipt's reference", check_receipt),
     ),
-    rules=(ImageFromCapturedFrame(SCREENSHOT),),
+    deliverables=(
+        Deliverable(ANSWER, "gui", owner="root", description="the dialog's answer (captured by setup)"),
+        Deliverable(TOTAL_FILE, "cli", description="~/travel_total.txt"),
+        Deliverable(RECEIPT_FILE, "cli", description="~/approval_ref.txt"),
+    ),
     oracle=oracle,
-    apps=("zenity", "imagemagick", "awk"),
+    apps=("zenity", "awk"),
     max_steps=30,
     time_budget_s=600.0,
 )

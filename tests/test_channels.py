@@ -1,0 +1,135 @@
+"""Two accounts, two channels, in a real VM: the shell cannot reach the desktop, and what each side wrote shows.
+
+Needs the `base` image (`make test` builds or reuses it). Every check here is one an agent that wants
+the reward through a single channel would try: X tools from the shell, the clipboard, the root cookie,
+the desktop's processes, the task code in the guest, deleting the other side's files; and, from the
+desktop side, opening X to the shell or doing command-line work in a terminal window.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from weavegym.envs.adversaries import X_PROBES, DesktopTerminal, TerminalCommand
+from weavegym.envs.backends.libvirt_vm import LibvirtConfig, LibvirtVM
+from weavegym.envs.shell_session import ShellSession
+from weavegym.envs.trajectory import Trajectory
+from weavegym.evaluators.channel_rules import DesktopAccessUnchanged, NoDesktopTerminalWork
+from weavegym.evaluators.probes import Probe
+from weavegym.evaluators.trajectory_rules import RuleContext
+
+
+@pytest.fixture(scope="module")
+def vm():
+    with LibvirtVM(LibvirtConfig(accel="tcg")) as machine:
+        yield machine
+
+
+@pytest.fixture()
+def shell(vm: LibvirtVM) -> ShellSession:
+    assert vm.client is not None
+    return ShellSession(vm.client)
+
+
+def _rule_context(vm: LibvirtVM, started: float) -> RuleContext:
+    assert vm.client is not None
+    return RuleContext(probe=Probe(vm.client), trajectory=Trajectory("Weave-Test-1", 0, "", started_wall=started),
+                       truth={})
+
+
+def test_the_shell_is_the_workspace_account_without_a_display(shell: ShellSession) -> None:
+    out = shell.shell('id -un; id -Gn; echo "display=${DISPLAY:-none} xauth=${XAUTHORITY:-none}"; echo ~', 30)
+    lines = out.text.split("\n")
+    assert lines[0] == "workspace"
+    assert "weave" in lines[1].split() and "user" not in lines[1].split()
+    assert lines[2] == "display=none xauth=none"
+    assert lines[3] == "/home/user"  # one home for both channels: ~/x is the same file on both
+
+
+def test_x_tools_and_the_clipboard_are_refused_to_the_shell(vm: LibvirtVM, shell: ShellSession) -> None:
+    assert vm.client is not None
+    vm.client.set_clipboard("clip-secret-4711")
+    assert vm.client.get_clipboard() == "clip-secret-4711"  # the GUI channel (root agent) still has it
+    out = shell.shell(X_PROBES, 60)
+    assert "xdotool exit 1" in out.text, out.text
+    assert "xclip exit 1" in out.text, out.text
+    assert "X11 handshake: refused" in out.text, out.text
+    assert "clip-secret-4711" not in out.text
+    assert "Permission denied" in out.text  # ls /opt/weavegym
+    cookie = shell.shell("cat /run/weavegym/Xauthority | od -c | head -2", 30)
+    assert "Permission denied" in cookie.text
+    # The desktop account still reaches X, which is what GUI apps and setup's launches rely on.
+    assert vm.client.exec("xset q >/dev/null; echo rc=$?", user="user").stdout.strip() == "rc=0"
+
+
+def test_the_shell_cannot_touch_the_desktop_accounts_processes(vm: LibvirtVM, shell: ShellSession) -> None:
+    assert vm.client is not None
+    pid = vm.client.exec("pgrep -u user -o openbox").stdout.strip()
+    assert pid.isdigit()
+    out = shell.shell(f"kill -0 {pid}; echo kill=$?; cat /proc/{pid}/environ >/dev/null; echo environ=$?; "
+                      "cat /proc/sys/kernel/yama/ptrace_scope", 30)
+    assert "kill=1" in out.text and "environ=1" in out.text
+    assert out.text.strip().endswith("1")  # ptrace only of one's own descendants
+
+
+def test_the_guest_holds_only_the_agent(vm: LibvirtVM) -> None:
+    assert vm.client is not None
+    site = "/opt/weavegym/venv/lib/python3.11/site-packages/weavegym"
+    names = set(vm.client.exec(f"ls {site}").stdout.split()) - {"__pycache__"}
+    assert names == {"__init__.py", "agent", "guest_agent"}
+    found = vm.client.exec("find / -xdev \\( -name 'validation.py' -o -name 'inventory_service.py' "
+                           "-o -name 'scoring.py' \\) -path '*weavegym*' 2>/dev/null | head")
+    assert found.stdout.strip() == ""
+    imports = vm.client.exec("/opt/weavegym/venv/bin/python -c 'import weavegym.envs' 2>&1; echo rc=$?")
+    assert "rc=1" in imports.stdout and "No module named 'weavegym.envs'" in imports.stdout
+
+
+def test_owner_says_which_channel_wrote_a_file(vm: LibvirtVM, shell: ShellSession) -> None:
+    assert vm.client is not None
+    probe = Probe(vm.client)
+    vm.client.exec("umask 022; mkdir -p ~/chan && echo gui > ~/chan/gui.txt && echo gui > ~/gui-top.txt",
+                   user="user")
+    out = shell.shell("echo cli > ~/cli.txt; stat -c '%U:%G %a' ~/cli.txt; "
+                      "echo forged > ~/chan/gui.txt; echo in-place=$?; rm -f ~/gui-top.txt; echo rm=$?; "
+                      "touch ~/.config/x; echo config=$?; ln -s ~/chan/gui.txt ~/link.txt", 30)
+    assert "workspace:weave 664" in out.text  # group-writable: the GUI may save over the shell's files
+    assert "in-place=1" in out.text  # a GUI-made file cannot be rewritten in place by the shell
+    assert "rm=1" in out.text  # the home is sticky: neither side deletes the other's files there
+    assert "config=1" in out.text  # the desktop account's settings are its own
+    assert probe.provenance("/home/user/cli.txt") == ("file", "workspace")
+    assert probe.provenance("/home/user/chan/gui.txt") == ("file", "user")
+    assert probe.provenance("/home/user/link.txt") == ("symlink", "workspace")
+    assert probe.provenance("/home/user/absent.txt") is None
+
+
+def test_opening_x_to_the_shell_from_the_desktop_is_caught(vm: LibvirtVM, shell: ShellSession) -> None:
+    assert vm.client is not None
+    rule = DesktopAccessUnchanged()
+    assert rule.check(_rule_context(vm, time.time())) == []
+    vm.client.exec("xhost +si:localuser:workspace", user="user")
+    try:
+        # The bridge is real (the shell now drives X), which is why the rule zeroes such an episode.
+        bridged = shell.shell(X_PROBES, 60).text
+        assert "X11 handshake: accepted" in bridged and "clip-secret-4711" in bridged, bridged
+        flags = rule.check(_rule_context(vm, time.time()))
+        assert [f.confidence for f in flags] == ["high"] and "SI:localuser:workspace" in flags[0].message
+    finally:
+        vm.client.exec("xhost -si:localuser:workspace", user="user")
+    assert rule.check(_rule_context(vm, time.time())) == []
+
+
+def test_command_lines_in_a_desktop_terminal_are_caught(vm: LibvirtVM, shell: ShellSession) -> None:
+    assert vm.client is not None
+    rule = NoDesktopTerminalWork()
+    started = time.time()
+    shell.shell("ls ~ >/dev/null", 30)  # the shell channel is the right place for this
+    vm.client.exec("xmessage -timeout 1 plain-gui-app", user="user")  # GUI apps have no controlling tty
+    assert rule.check(_rule_context(vm, started)) == []
+    result = DesktopTerminal(vm.client).run(TerminalCommand("cp /etc/hostname ~/typed.txt && id -un"))
+    assert result.stdout.strip().endswith("user"), result.stdout
+    flags = rule.check(_rule_context(vm, started))
+    assert [f.confidence for f in flags] == ["high"], flags
+    assert "cp" in flags[0].message
+    assert Probe(vm.client).provenance("/home/user/typed.txt") == ("file", "user")
