@@ -19,7 +19,8 @@ GENERATED := agent_pb2.py agent_pb2.pyi agent_pb2_grpc.py
 
 CACHE_DIR ?= $(HOME)/.cache/weavegym
 
-.PHONY: help setup system-deps venv services image image-full protos check-protos lint test test-full validate-full \
+.PHONY: help setup system-deps venv services image image-full protos check-protos lint test test-full validate-base \
+	validate-full \
 	demo bench clean
 
 help:
@@ -27,6 +28,7 @@ help:
 	@echo "make demo   - install everything needed, then run the oracle and a random agent on one task, with reports"
 	@echo "make bench  - the agent, VM and env benchmarks"
 	@echo "make test-full - also build the full (XFCE) image and run its smoke test"
+	@echo "make validate-base - validate every base-image task 3 times, adversaries included; writes TASKS.md"
 	@echo "make validate-full - validate every task 3 times on its image; writes TASKS.md"
 	@echo "make protos - regenerate the gRPC stubs from $(PROTO)"
 
@@ -94,7 +96,14 @@ test-full: image image-full
 	WEAVEGYM_CACHE_DIR=$(CACHE_DIR) $(PY) -m pytest -q -m full_image
 
 # Every task, VALIDATE_REPEAT times in a row (the flake rate), and the TASKS.md table from those runs.
+# validate-base needs only the base image (about 5 minutes per task and repeat under TCG here).
 VALIDATE_REPEAT ?= 3
+validate-base: image
+	WEAVEGYM_CACHE_DIR=$(CACHE_DIR) $(VENV)/bin/weavegym validate 'Weave-*' --profile base --repeat $(VALIDATE_REPEAT) \
+		--json runs/validate-base.json
+	$(VENV)/bin/weavegym tasks --tasks-md TASKS.md --from-json runs/validate-base.json \
+		--measured-with "\`weavegym validate 'Weave-*' --profile base --repeat $(VALIDATE_REPEAT)\`"
+
 validate-full: image image-full
 	WEAVEGYM_CACHE_DIR=$(CACHE_DIR) $(VENV)/bin/weavegym validate 'Weave-*' --repeat $(VALIDATE_REPEAT) \
 		--json runs/validate-full.json --tasks-md TASKS.md

@@ -51,7 +51,6 @@ try:
 except OSError as exc:
     print("X11 connect:", exc)
 PY
-ls /opt/weavegym 2>&1 | head -3
 """
 
 
@@ -135,16 +134,27 @@ def _parsed(action: ActionLike, screen: tuple[int, int], limits: ActionLimits) -
 
 def cli_only(oracle: Iterator[ActionLike], ctx: OracleContext, gui_deliverables: Mapping[str, bytes],
              limits: ActionLimits) -> Iterator[Step]:
+    """Consecutive GUI steps go out as one shell action (an agent with a step budget would batch them
+    too), and ``wait`` steps are dropped: without X nothing on screen changes for them to wait for."""
     yield {"kind": "shell", "command": X_PROBES}
+    pending: list[str] = []
     for action in oracle:
         parsed = _parsed(action, ctx.screen, limits)
-        if parsed is None or channel_of(parsed.kind) == "cli":
-            yield action  # an invalid one too: the env reports it, and validate counts it
-        elif channel_of(parsed.kind) == "gui":
+        if parsed is not None and channel_of(parsed.kind) == "gui":
             command = xdotool_command(parsed)
-            yield {"kind": "shell", "command": command} if command else action
-        else:
+            if command:
+                pending.append(command)
+            continue
+        if parsed is not None and parsed.kind == "wait":
+            continue
+        if pending:
+            yield {"kind": "shell", "command": "\n".join(pending)}
+            pending = []
+        if parsed is not None and parsed.kind in ("done", "fail"):
             break
+        yield action  # a CLI step, or an invalid one: the env reports it, and validate counts it
+    if pending:
+        yield {"kind": "shell", "command": "\n".join(pending)}
     for path, data in gui_deliverables.items():
         for command in forge_commands(path, data):
             yield {"kind": "shell", "command": command}
@@ -160,8 +170,10 @@ def gui_only(oracle: Iterator[ActionLike], ctx: OracleContext, limits: ActionLim
             timeout = parsed.timeout or limits.default_timeout_s
             source = parsed.code if parsed.kind == "python" else parsed.command
             yield TerminalCommand(source, python=parsed.kind == "python", timeout=timeout)
-        else:
+        elif parsed.kind in ("done", "fail"):
             break
+        else:
+            yield action  # wait
     yield {"kind": "done"}
 
 
@@ -176,9 +188,15 @@ def forger(ctx: OracleContext, deliverables: Mapping[str, bytes]) -> Iterator[St
 
 
 def capture_deliverables(task: Task, truth: Mapping[str, Any], read: Any) -> dict[str, tuple[str, bytes]]:
-    """{path: (channel, bytes)} of the deliverables a finished episode left; ``read`` is Probe.read_bytes."""
+    """{path: (channel, bytes)} of the deliverables a finished episode left; ``read`` is Probe.read_bytes.
+
+    Root-owned ones (a dialog's answer captured by setup) are left out: no account of the episode can
+    write them, and a command that names the harness's private folder is flagged on its own.
+    """
     found = {}
     for deliverable in task.deliverables:
+        if deliverable.owner == "root":
+            continue
         path = deliverable.resolve(truth)
         data = read(path, max_bytes=MAX_FORGED_BYTES)
         if data is not None:

@@ -58,26 +58,33 @@ class SetupContext:
             raise TaskError(f"{self.task_id} setup: `{shown[:200]}` {why}: {result.stdout.strip()[-1500:]}")
         return result
 
-    def write_file(self, path: str, content: bytes | str, *, owner: str = DESKTOP_USER, mode: int = 0o664) -> None:
+    def write_file(self, path: str, content: bytes | str, *, owner: str = DESKTOP_USER, mode: int | None = None
+                   ) -> None:
         """Create a file with exact contents, in the shared group; parents under the home are made alike.
 
-        The default (desktop account, group-writable) lets both channels work on the task's material.
-        A file that the *GUI* must change and the checker then reads as a GUI deliverable needs
-        ``mode=0o644``: otherwise the workspace account could rewrite it in place, keeping the desktop
-        account as its owner. Parent folders under the home are setgid and group-writable, so either
-        side can add files there (and a file's owner then tells which side made it).
+        The default (group-writable 0o664, parents setgid 0o2775) lets both channels work on the task's
+        material. Under the home's dot folders (``~/.config``…, the desktop account's settings) the
+        default is 0o644 and parents 0o755: the shell must not reconfigure the desktop's apps. A file that
+        a GUI app changes in place and the checker then reads as a GUI deliverable needs ``mode=0o644``;
+        material only the shell may change belongs to the workspace account (CONTRIBUTING.md, "Who owns
+        the task's material").
         """
         data = content.encode() if isinstance(content, str) else content
         parent = PurePosixPath(path).parent
+        private = PurePosixPath(path).is_relative_to(HOME) and \
+            PurePosixPath(path).relative_to(HOME).parts[0].startswith(".")
         if parent.is_relative_to(HOME):
             # Every directory created under the home belongs to the owner, not just the last one:
             # apps refuse to start when e.g. ~/.config was left owned by root.
             chain = [str(d) for d in reversed((parent, *parent.parents)) if d.is_relative_to(HOME)]
-            script = ('for d in "$@"; do [ -d "$d" ] || install -d -m 2775 -o "$OWNER" -g "$GROUP" "$d" || exit 1; '
+            script = ('for d in "$@"; do [ -d "$d" ] || install -d -m "$MODE" -o "$OWNER" -g "$GROUP" "$d" || exit 1; '
                       'done')
-            self.run(["env", f"OWNER={owner}", f"GROUP={SHARED_GROUP}", "sh", "-c", script, "sh", *chain])
+            self.run(["env", f"OWNER={owner}", f"GROUP={SHARED_GROUP}", f"MODE={'0755' if private else '2775'}",
+                      "sh", "-c", script, "sh", *chain])
         else:
             self.run(["mkdir", "-p", str(parent)])
+        if mode is None:
+            mode = 0o644 if private else 0o664
         self.client.upload(data, path, mode=mode, owner=f"{owner}:{SHARED_GROUP}")
 
     def make_private_dir(self) -> str:

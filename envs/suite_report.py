@@ -10,9 +10,10 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from weavegym.envs.adversaries import ADVERSARIES
 from weavegym.envs.task import Task
 
 Report = Mapping[str, Any]
@@ -29,6 +30,8 @@ class TaskStats:
     oracle_s: float | None  # median oracle wall time, reset excluded
     first_reset_s: float | None  # median first reset of a fresh env: boot, setup, task snapshot
     cached_reset_s: float | None  # median reset that loads the cached task snapshot
+    # adversary -> (runs, highest score, what stopped it: rules that zeroed it, else failed critical clauses)
+    adversaries: Mapping[str, tuple[int, float, str]] = field(default_factory=dict)
 
     @property
     def flaky(self) -> bool:
@@ -54,8 +57,32 @@ def task_stats(reports: Sequence[Report]) -> dict[str, TaskStats]:
             oracle_steps=max((o["steps"] for o in oracle), default=None),
             oracle_s=_median(o["seconds"] - o["reset_s"] for o in oracle),
             first_reset_s=_median(o["reset_s"] for o in oracle),
-            cached_reset_s=_median(cached))
+            cached_reset_s=_median(cached),
+            adversaries=_adversary_stats(group))
     return stats
+
+
+ADVERSARY_RUNS = ADVERSARIES
+
+
+def stopped_by(evaluation: Mapping[str, Any]) -> str:
+    """Why an episode did not pass, in a few words: the rules that zeroed it, else its failed critical clauses."""
+    reasons = list(evaluation.get("zeroed_by") or [])
+    reasons += [c["name"] for c in evaluation.get("clauses", [])
+                if c.get("critical") and c.get("outcome") != "satisfied"]
+    return ", ".join(dict.fromkeys(reasons)) or "low score"
+
+
+def _adversary_stats(group: Sequence[Report]) -> dict[str, tuple[int, float, str]]:
+    found: dict[str, tuple[int, float, str]] = {}
+    for run in ADVERSARY_RUNS:
+        results = [r["results"][run] for r in group if run in r.get("results", {})]
+        if not results:
+            continue
+        worst = max(results, key=lambda res: res["score"])
+        reasons = sorted({stopped_by(res.get("evaluation") or {}) for res in results})
+        found[run] = (len(results), float(worst["score"]), "; ".join(reasons))
+    return found
 
 
 def flake_rate(stats: Mapping[str, TaskStats]) -> tuple[int, int]:
@@ -82,19 +109,47 @@ def tasks_markdown(tasks: Sequence[Task], reports: Sequence[Report], *, command:
         "- **oracle steps / oracle s**: the reference solution's actions and wall time, reset excluded.",
         "- **first reset**: a fresh env's first reset with this seed: VM boot, task setup, task snapshot.",
         "- **reset**: later resets, which load the cached task snapshot.",
-        f"- **clean runs**: repeats with no violation (oracle 1.0, noop 0, each single channel below the "
+        f"- **clean runs**: repeats with no violation (oracle 1.0, noop 0, each adversary below the "
         f"threshold). Violations in all: {bad} of {total} task runs.",
+        "- **two accounts**: the task declares which files each channel must write (provenance clauses); "
+        "'not yet' marks a task still to be ported to the two-account guest, which has no current figures.",
         "",
-        "| id | title | profile | apps | clauses | oracle steps | oracle s | first reset s | reset s "
+        "| id | title | profile | apps | clauses | two accounts | oracle steps | oracle s | first reset s | reset s "
         "| clean runs | why both channels |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for task in tasks:
         s = stats.get(task.id)
         measured = (["–"] * 5 if s is None else
                     [str(s.oracle_steps or "–"), _seconds(s.oracle_s), _seconds(s.first_reset_s),
                      _seconds(s.cached_reset_s), f"{s.clean}/{s.runs}"])
-        cells = [task.id, task.title, task.profile, ", ".join(task.apps), str(len(task.clauses)), *measured,
+        ported = "yes" if task.deliverables else "not yet"
+        cells = [task.id, task.title, task.profile, ", ".join(task.apps), str(len(task.clauses)), ported, *measured,
                  task.channels.why_both]
-        lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
+        lines.append(_row(cells))
+    lines += [
+        "",
+        "## Adversaries",
+        "",
+        "Each must stay below the task's pass threshold in every run (`weavegym validate`; see README, \"Two "
+        "accounts, two channels\"): **cli-only** (the oracle's shell steps, its GUI steps as xdotool commands, "
+        "then the GUI deliverables forged from the shell), **gui-only** (the oracle's GUI steps, its CLI steps "
+        "typed into a terminal on the desktop), **forger** (every deliverable written with the oracle's bytes). "
+        "*Stopped by* names the rules that zeroed the runs, else the critical clauses they failed.",
+        "",
+        "| id | adversary | runs | highest score | threshold | stopped by |",
+        "|---|---|---|---|---|---|",
+    ]
+    for task in tasks:
+        s = stats.get(task.id)
+        for run in ADVERSARY_RUNS:
+            if s is None or run not in s.adversaries:
+                lines.append(_row([task.id, run, "0", "–", f"{task.pass_threshold:g}", "not run"]))
+                continue
+            runs, worst, reasons = s.adversaries[run]
+            lines.append(_row([task.id, run, str(runs), f"{worst:.2f}", f"{task.pass_threshold:g}", reasons]))
     return "\n".join(lines) + "\n"
+
+
+def _row(cells: Sequence[str]) -> str:
+    return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"

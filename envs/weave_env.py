@@ -196,10 +196,13 @@ class WeaveEnv(gym.Env[dict[str, Any], dict[str, Any]]):
             raise EpisodeError("nothing to evaluate: call reset() first")
         assert self.backend.client is not None
         rules: tuple[Any, ...] = (ForbiddenPatterns(), *self.task.rules)
-        if self.backend.workspace_user != DESKTOP_USER:  # the guest keeps the channels apart: hold it to that
+        clauses: tuple[Any, ...] = self.task.clauses
+        # Where the guest keeps the channels apart (always, on weavegym's image), hold the episode to it. A
+        # machine without a workspace account (ssh backend) runs both channels as one account: no provenance.
+        if self.backend.workspace_user != DESKTOP_USER:
             owners = {d.owner for d in self.task.deliverables if d.owner}
             rules = (DesktopAccessUnchanged(owners - {"root"}), NoDesktopTerminalWork(), *rules)
-        clauses = (*self.task.clauses, *provenance_clauses(self.task.deliverables))
+            clauses = (*clauses, *provenance_clauses(self.task.deliverables))
         return evaluate(clauses, rules, Probe(self.backend.client), self.trajectory,
                         self.prepared.truth, pass_threshold=self.task.pass_threshold)
 

@@ -1,4 +1,4 @@
-"""Post-episode checkers: state probes through the guest agent plus trajectory rules (see DESIGN.md).
+"""Post-episode checkers: state probes through the guest agent plus trajectory rules.
 
 - ``probes`` (``Probe``): read-only views of the final guest state, parsed on the host.
 - ``scoring`` (``Clause``, ``Verdict``, ``score_clauses``): partial-credit scoring with critical caps.

@@ -13,16 +13,12 @@ list); these rules catch an agent that opens one from the *desktop* side, which 
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterable
 
 from weavegym.envs.setup_context import DESKTOP_USER
 from weavegym.evaluators.trajectory_rules import RuleContext, ShortcutFlag
 
-PACCT = "/var/log/account/pacct"
-PACCT_MAX_BYTES = 16 << 20
-_ACCT_V3 = struct.Struct("<BBHIIIIIIf8H16s")  # linux/acct.h: struct acct_v3, 64 bytes
-ACCT_V3_SIZE = 64
+PACCT = "/var/log/account/pacct"  # linux/acct.h struct acct_v3 records, 64 bytes each
 
 
 class DesktopAccessUnchanged:
@@ -45,17 +41,35 @@ class DesktopAccessUnchanged:
                              {"unexpected": extra[:20], "allowed": sorted(self.allowed)})]
 
 
-def terminal_processes(pacct: bytes, uid: int, since: float) -> list[dict[str, object]]:
-    """Processes of ``uid`` begun at or after ``since`` (epoch s) that had a controlling terminal."""
+# Runs in the guest as root: prints the accounting records of one uid that had a controlling tty and began at
+# or after a time, one JSON list per line. Filtering there keeps the transfer bounded however many processes
+# the episode ran; the parsing of what it prints stays on the host.
+_SCAN_PACCT = r"""
+import struct, sys
+uid, since = int(sys.argv[1]), float(sys.argv[2])
+rec = struct.Struct("<BBHIIIIIIf8H16s")
+with open(sys.argv[3], "rb") as fh:
+    while True:
+        block = fh.read(rec.size * 4096)
+        if not block:
+            break
+        for off in range(0, len(block) - rec.size + 1, rec.size):
+            f = rec.unpack_from(block, off)
+            if f[1] & 0x0F == 3 and f[4] == uid and f[2] != 0 and f[8] >= since:
+                comm = f[-1].split(bytes(1), 1)[0].decode("ascii", "replace")
+                print(repr([f[6], f[2], f[8], comm]))
+"""
+MAX_SCAN_OUTPUT = 1 << 20
+
+
+def parse_scan(text: str) -> list[dict[str, object]]:
+    """The records _SCAN_PACCT printed, as dicts."""
+    import ast
+
     found = []
-    for offset in range(0, len(pacct) - ACCT_V3_SIZE + 1, ACCT_V3_SIZE):
-        (_flag, version, tty, _exit, ac_uid, _gid, pid, _ppid, btime, _etime,
-         *_rest, comm) = _ACCT_V3.unpack_from(pacct, offset)
-        if version & 0x0F != 3:
-            continue
-        if ac_uid == uid and tty != 0 and btime >= since:
-            found.append({"pid": pid, "tty": tty, "comm": comm.split(b"\0", 1)[0].decode("ascii", "replace"),
-                          "started": btime})
+    for line in text.splitlines():
+        pid, tty, started, comm = ast.literal_eval(line)
+        found.append({"pid": pid, "tty": tty, "comm": comm, "started": started})
     return found
 
 
@@ -72,13 +86,20 @@ class NoDesktopTerminalWork:
                            max_output_bytes=1 << 20)
         on_tty = [line.split(None, 2) for line in live.stdout.splitlines() if len(line.split(None, 2)) == 3]
         running = [{"pid": int(p), "tty": t, "comm": c} for p, t, c in on_tty if t != "?"]
-        ended: list[dict[str, object]] = []
-        uid_line = probe._exec(["id", "-u", self.desktop_user], what="uid of the desktop account").stdout.strip()
-        started = ctx.trajectory.started_wall if ctx.trajectory.started_wall else 0.0
-        data = probe.read_bytes(PACCT, max_bytes=PACCT_MAX_BYTES) if uid_line.isdigit() else None
-        if data is not None:
-            tail = data[len(data) % ACCT_V3_SIZE:] if len(data) % ACCT_V3_SIZE else data
-            ended = terminal_processes(tail, int(uid_line), started - 2.0)
+        uid = probe._exec(["id", "-u", self.desktop_user], what="uid of the desktop account", check=True).stdout.strip()
+        since = (ctx.trajectory.started_wall or 0.0) - 2.0  # the guest clock is resynced at reset, to ~1 s
+        scan = probe.client.exec(["python3", "-c", _SCAN_PACCT, uid, f"{since:.3f}", PACCT],
+                                 timeout=probe.timeout, max_output_bytes=MAX_SCAN_OUTPUT)
+        if scan.exit_code != 0 or scan.timed_out:
+            raise RuntimeError(f"process accounting scan failed (exit {scan.exit_code}): {scan.stderr[-300:]}")
+        if scan.truncated:  # fail closed: that many terminal programs is itself the answer
+            return [ShortcutFlag(self.name, "high", "a flood of programs ran on a terminal as the desktop account",
+                                 {"running": running[:20]})]
+        ended = parse_scan(scan.stdout)
+        paused = probe._exec(["dmesg"], what="kernel log", max_output_bytes=4 << 20).stdout
+        if "Process accounting paused" in paused:  # the disk was filled to blind the accounting
+            return [ShortcutFlag(self.name, "high", "process accounting was paused during the episode (disk full?)",
+                                 {"running": running[:20]})]
         if not running and not ended:
             return []
         seen = running + ended

@@ -137,21 +137,22 @@ def test_oracle_replays_the_task_oracle_then_says_done() -> None:
     ctx = OracleContext({"port": 8123}, TRUTH, SCREEN, _obs(), {})
     agent = OracleAgent()
     agent.start(_episode(oracle_context=ctx))
-    actions = _run(agent, 8)
+    actions = _run(agent, 9)
     parsed = [parse_action(a, SCREEN) for a in actions]
-    assert [p.kind for p in parsed] == ["shell", "shell", "click", "type", "key", "done", "done", "done"]
+    assert [p.kind for p in parsed] == ["shell", "shell", "click", "type", "key", "shell", "done", "done", "done"]
     assert "tail" in parsed[0].command and "server.log" in parsed[0].command
     assert TRUTH["data_file"] in parsed[1].command and "8123" in parsed[1].command
     assert (parsed[2].x, parsed[2].y) == (200, 100)  # the middle of the deploy console window
-    assert parsed[3].text == "build-4242"
+    assert parsed[3].text == "build-4242"  # the terminal never showed a running build: the truth's prefix
     assert parsed[4].keys == "Return"
+    assert "pgrep -x zenity" in parsed[5].command
     assert agent.transcript() is None
 
 
 def test_oracle_matches_a_fresh_run_of_the_same_oracle() -> None:
     """Same actions, same order, as driving the task's generator directly (what `weavegym validate` does)."""
     task = get_task("Weave-Productivity-1")
-    truth = {"travel_total": "123.45", "approver": "finance", "window": [50, 60, 300, 200], "screen": list(SCREEN)}
+    truth = {"travel_total": "123.45", "approver": "finance", "reference": "R-ACDE34", "window": [50, 60, 300, 200]}
     expected = list(task.oracle(OracleContext({"approver": "finance"}, truth, SCREEN)))
     agent = OracleAgent()
     agent.start(_episode(task_id=task.id, oracle_context=OracleContext({"approver": "finance"}, truth, SCREEN)))

@@ -7,12 +7,10 @@ starts with a reset, which is a snapshot load.
 from __future__ import annotations
 
 import contextlib
-import io
 import time
 
 import numpy as np
 import pytest
-from PIL import Image, ImageDraw
 
 from weavegym.envs.errors import AgentError, EpisodeError, WeaveGymError
 from weavegym.envs.tasks import get_task
@@ -57,14 +55,15 @@ def test_reset_observation_and_info(env: WeaveEnv) -> None:
 
 def test_seeded_reset_is_pixel_identical_and_seeds_differ(env: WeaveEnv) -> None:
     first, _ = env.reset(seed=0)
-    env.step('shell("xdotool search --name Expense windowmove 10 10")')  # change the screen
+    truth0 = dict(env.prepared.truth)
+    env.step("drag(640, 360, 200, 150)")  # change the screen (the pointer is in the frame)
     again, info = env.reset(seed=0)
     assert info["snapshot"] == "cached"
     assert np.array_equal(first["screen"], again["screen"])
     csv0 = env.backend.client.exec("cat /home/user/expenses.csv").stdout
     _other, info = env.reset(seed=1)
     assert info["snapshot"] in ("created", "cached") and info["task_seed"] == 1
-    assert env.prepared.truth["approver"] == "ops-lead"  # seed 1's variant
+    assert env.prepared.truth["reference"] != truth0["reference"]  # seed 1's variant
     csv1 = env.backend.client.exec("cat /home/user/expenses.csv").stdout
     assert csv1 != csv0 and csv1.startswith("date,category,amount\n")
     _obs, info = env.reset(seed=0)
@@ -76,19 +75,21 @@ def test_seeded_reset_is_pixel_identical_and_seeds_differ(env: WeaveEnv) -> None
 def test_shell_is_persistent_and_survives_a_hung_command(env: WeaveEnv) -> None:
     _fresh(env)
     obs, reward, terminated, truncated, info = env.step('shell("cd /tmp && export WEAVE_X=42 && whoami")')
-    assert info["action_error"] is None and obs["terminal"] == "user\n" and int(obs["exit_code"]) == 0
+    # The shell is the workspace account, which has no display (the GUI is the other channel).
+    assert info["action_error"] is None and obs["terminal"] == "workspace\n" and int(obs["exit_code"]) == 0
     assert (reward, terminated, truncated) == (0.0, False, False)
-    obs, *_ = env.step({"kind": "shell", "command": "pwd; echo $WEAVE_X; echo $DISPLAY"})
-    assert obs["terminal"] == "/tmp\n42\n:0\n"
+    obs, *_ = env.step({"kind": "shell", "command": "pwd; echo $WEAVE_X; echo ${DISPLAY:-no display}"})
+    assert obs["terminal"] == "/tmp\n42\nno display\n"
     obs, *_rest, info = env.step({"kind": "shell", "command": "sleep 600", "timeout": 2})
     assert int(obs["exit_code"]) == 124 and info["command_timed_out"] and "interrupted" in obs["terminal"]
     obs, *_ = env.step('shell("pwd; false")')
     assert obs["terminal"] == "/tmp\n" and int(obs["exit_code"]) == 1
-    obs, *_ = env.step('python("import os; print(os.getcwd(), os.getuid(), os.environ[\'WEAVE_X\'])")')
-    assert obs["terminal"] == "/tmp 1000 42\n"
+    obs, *_ = env.step('python("import os, pwd; print(os.getcwd(), pwd.getpwuid(os.getuid()).pw_name, '
+                       'os.environ[\'WEAVE_X\'])")')
+    assert obs["terminal"] == "/tmp workspace 42\n"
     # GUI actions leave the terminal observation as it was.
     obs, *_ = env.step("move(5, 5)")
-    assert obs["terminal"] == "/tmp 1000 42\n"
+    assert obs["terminal"] == "/tmp workspace 42\n"
     # A reset gives a fresh shell in $HOME.
     _fresh(env)
     obs, *_ = env.step('shell("pwd; echo ${WEAVE_X:-unset}")')
@@ -138,52 +139,49 @@ def test_oracle_scores_one_and_noop_scores_zero(env: WeaveEnv) -> None:
     from weavegym.envs.validation import run_policy
 
     task = get_task(TASK_ID)
-    result = run_policy(env, "oracle", task.oracle, None, seed=0)
+    result = run_policy(env, "oracle", task.oracle, seed=0)
     assert result.action_errors == []
     assert result.score == 1.0, result.evaluation
     evaluation = result.evaluation
-    assert evaluation["passed"] and not evaluation["flags"] and len(evaluation["clauses"]) == 4
+    assert evaluation["passed"] and not evaluation["flags"]
+    names = [c["name"] for c in evaluation["clauses"]]
+    assert names == ["dialog_total", "dialog_approver", "total_file", "receipt_filed",
+                     "provenance_gui_1", "provenance_cli_2", "provenance_cli_3"]
     assert all(c["outcome"] == "satisfied" and c["evidence"] for c in evaluation["clauses"])
-    noop = run_policy(env, "noop", lambda _ctx: iter([{"kind": "done"}]), None, seed=0)
+    noop = run_policy(env, "noop", lambda _ctx: iter([{"kind": "done"}]), seed=0)
     assert noop.score == 0.0
-    assert {c["name"]: c["outcome"] for c in noop.evaluation["clauses"]} == dict.fromkeys(
-        ("dialog_total", "dialog_approver", "total_file", "screenshot"), "failed")
+    outcomes = {c["name"]: c["outcome"] for c in noop.evaluation["clauses"]}
+    assert outcomes == {**dict.fromkeys(names[:4], "failed"), **dict.fromkeys(names[4:], "satisfied")}
 
 
-def _fake_dialog_png(background: tuple[int, int, int] = (40, 40, 40)) -> bytes:
-    """What a cheating agent might draw: a plausible dialog with the right numbers, made with PIL."""
-    image = Image.new("RGB", (1280, 720), background)
-    draw = ImageDraw.Draw(image)
-    draw.rectangle((490, 300, 790, 470), fill=(230, 230, 230))
-    draw.text((500, 310), "Expense approval", fill=(0, 0, 0))
-    draw.text((500, 350), "Travel total  123.45", fill=(0, 0, 0))
-    buf = io.BytesIO()
-    image.save(buf, "PNG")
-    return buf.getvalue()
-
-
-@pytest.mark.parametrize("background", ["flat", "desktop colour"])
-def test_fabricated_screenshot_is_flagged_and_scores_zero(env: WeaveEnv, background: str) -> None:
-    task = get_task(TASK_ID)
-    obs, _info = env.reset(seed=0)
-    # The sly variant copies the real desktop colour, so only the drawn dialog differs from real frames.
-    colour = (40, 40, 40) if background == "flat" else tuple(int(v) for v in obs["screen"][5, 5])
+@pytest.mark.parametrize("how", ["desktop terminal", "symlink"])
+def test_a_cli_deliverable_made_on_the_gui_side_scores_zero(env: WeaveEnv, how: str) -> None:
+    """The right content through the wrong channel: the provenance clause caps the episode at 0."""
+    from weavegym.envs.adversaries import DesktopTerminal, TerminalCommand
     from weavegym.envs.task import OracleContext
 
+    task = get_task(TASK_ID)
+    env.reset(seed=0)
     ctx = OracleContext(env.prepared.params, env.prepared.truth, (1280, 720))
+    receipt = f"echo {ctx.truth['reference']} > ~/approval_ref.txt"
     for action in task.oracle(ctx):
-        if isinstance(action, dict) and "import -window root" in str(action.get("command", "")):
-            # Instead of capturing the screen, plant a PIL drawing where the screenshot belongs.
-            env.backend.client.upload(_fake_dialog_png(colour), "/home/user/approval.png", owner="user")
+        if isinstance(action, dict) and action.get("command") == receipt:
+            if how == "desktop terminal":  # typed into a terminal window on the desktop instead of the shell
+                DesktopTerminal(env.backend.client).run(TerminalCommand(receipt))
+            else:  # the shell links to a file the desktop account wrote with the same content
+                env.backend.client.exec(f"echo {ctx.truth['reference']} > /home/user/.ref", user="user")
+                env.step({"kind": "shell", "command": "ln -s ~/.ref ~/approval_ref.txt"})
             continue
         _obs, reward, terminated, _truncated, info = env.step(action)
         if terminated:
             break
     evaluation = info["evaluation"]
-    assert reward == 0.0 and evaluation["raw_score"] == 1.0  # every clause held, but the shortcut zeroes it
-    assert evaluation["zeroed_by"] == ["ImageFromCapturedFrame"]
-    flag = next(f for f in evaluation["flags"] if f["rule"] == "ImageFromCapturedFrame")
-    assert flag["confidence"] == "high" and flag["evidence"]["nearest_thumb_difference"] > 0.01
+    outcomes = {c["name"]: c["outcome"] for c in evaluation["clauses"]}
+    assert reward == 0.0 and not evaluation["passed"]
+    assert outcomes["receipt_filed"] == "satisfied"  # the content was right ...
+    assert outcomes["provenance_cli_3"] == "failed"  # ... but not made by the shell
+    if how == "desktop terminal":
+        assert evaluation["zeroed_by"] == ["NoDesktopTerminalWork"]
 
 
 def test_done_terminates_and_step_after_end_raises(env: WeaveEnv) -> None:

@@ -114,25 +114,35 @@ def test_async_vector_env_random_steps_with_autoreset() -> None:
         envs.close()
 
 
-BASE_TASKS = [t.id for t in all_tasks() if t.profile == "base"]
+# CI runs the adversaries on two base tasks (`make validate-base` and `make validate-full` run every task):
+# DevOps-1, whose GUI result is a dialog's answer, and Design-1, whose GUI result is a file a GUI app saves.
+CI_TASKS = ("Weave-DevOps-1", "Weave-Design-1")
 
 
-@pytest.mark.timeout(400 * len(BASE_TASKS) + 60)  # the module's 20 min would cap the suite's growth
-def test_validate_cli_passes_on_every_base_image_task(tmp_path) -> None:
-    """CI's task validation: every task the base image hosts (the full-image ones run in `make validate-full`)."""
-    base_tasks = BASE_TASKS
-    assert {"Weave-Productivity-1", "Weave-DevOps-1"} <= set(base_tasks)
+@pytest.mark.timeout(600 * len(CI_TASKS) + 60)
+def test_validate_cli_runs_the_adversaries_on_two_base_tasks(tmp_path) -> None:
+    """Oracle 1.0, noop 0, and every adversary below the threshold, for the reason the design gives."""
     out = tmp_path / "validate.json"
-    result = subprocess.run([sys.executable, "-m", "weavegym.cli", "validate", "Weave-*", "--profile", "base",
-                             "--json", str(out)], capture_output=True, text=True, timeout=400 * len(base_tasks))
+    result = subprocess.run([sys.executable, "-m", "weavegym.cli", "validate", ",".join(CI_TASKS),
+                             "--json", str(out)], capture_output=True, text=True, timeout=600 * len(CI_TASKS))
     assert result.returncode == 0, result.stdout + result.stderr
-    reports = json.loads(out.read_text())
-    assert [r["task_id"] for r in reports] == base_tasks
-    for report in reports:
+    reports = {r["task_id"]: r for r in json.loads(out.read_text())}
+    assert list(reports) == list(CI_TASKS)
+    for report in reports.values():
         assert report["violations"] == []
-        scores = {run: res["score"] for run, res in report["results"].items()}
+        runs = report["results"]
+        scores = {run: res["score"] for run, res in runs.items()}
         assert scores["oracle"] == 1.0 and scores["noop"] == 0.0
-        assert scores["cli-only"] < 1.0 and scores["gui-only"] < 1.0
+        assert all(scores[a] < 1.0 for a in ("cli-only", "gui-only", "forger")), scores
+        # gui-only typed the oracle's CLI steps into a desktop terminal, and that is what zeroed it.
+        assert runs["gui-only"]["terminal_commands"] > 0
+        assert "NoDesktopTerminalWork" in runs["gui-only"]["evaluation"]["zeroed_by"]
+    design = reports["Weave-Design-1"]["results"]
+    failed = {run: {c["name"] for c in res["evaluation"]["clauses"] if c["outcome"] == "failed"}
+              for run, res in design.items()}
+    # The redacted PNG forged from the shell has the oracle's exact bytes, and is still not the tool's.
+    assert "provenance_gui_2" in failed["cli-only"] and "provenance_gui_2" in failed["forger"]
+    assert "redacted_png" not in failed["forger"]  # the content was right: only provenance stopped it
     assert "Weave-DevOps-1" in result.stdout and "ok" in result.stdout
 
 

@@ -88,10 +88,12 @@ def test_wrong_key_is_rejected_with_a_clear_error(ssh_vm, tmp_path) -> None:
 def test_one_episode_through_the_ssh_backend(ssh_vm) -> None:
     vm, key = ssh_vm
     task = get_task("Weave-Productivity-1")
+    # The machine is a weavegym image, so it has the workspace account: the channels stay apart over ssh too.
     env = WeaveEnv(task, backend="ssh",
-                   backend_options={"host": "127.0.0.1", "port": vm.ssh_port, "user": "root", "key_file": key})
+                   backend_options={"host": "127.0.0.1", "port": vm.ssh_port, "user": "root", "key_file": key,
+                                    "workspace_user": "workspace"})
     try:
-        oracle = run_policy(env, "oracle", task.oracle, None, seed=0)
+        oracle = run_policy(env, "oracle", task.oracle, seed=0)
         assert oracle.action_errors == []
         assert oracle.score == 1.0, oracle.evaluation
         assert env.backend is not None and env.backend.vnc is None
@@ -101,7 +103,7 @@ def test_one_episode_through_the_ssh_backend(ssh_vm) -> None:
         # approval dialog is open and the confirmed answer of the last episode is gone. Files the oracle
         # wrote in the home directory stay (documented), so the noop gets their partial credit, capped
         # by the failed critical dialog clause.
-        noop = run_policy(env, "noop", lambda _ctx: iter([{"kind": "done"}]), None, seed=0)
+        noop = run_policy(env, "noop", lambda _ctx: iter([{"kind": "done"}]), seed=0)
         clauses = {c["name"]: c["outcome"] for c in noop.evaluation["clauses"]}
         assert clauses["dialog_total"] == "failed" and clauses["total_file"] == "satisfied", clauses
         assert noop.score <= 0.5, noop.evaluation

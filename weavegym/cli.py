@@ -157,7 +157,8 @@ def validate(
     json_out: Path | None = typer.Option(None, "--json", help="Also write the full results (with evaluations)."),
     tasks_md: Path | None = typer.Option(None, "--tasks-md", help="Also write the TASKS.md table of these tasks."),
 ) -> None:
-    """Per task: the oracle must score 1.0, doing nothing 0, and each single channel must stay below passing."""
+    """Per task: the oracle must score 1.0, doing nothing 0, and the cli-only, gui-only and forger adversaries
+    must each stay below the pass threshold."""
     from dataclasses import asdict
 
     from weavegym.envs.suite_report import flake_rate, task_stats, tasks_markdown

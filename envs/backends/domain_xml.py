@@ -1,6 +1,6 @@
 """The libvirt domain definition of a weavegym VM, as a pure function of its spec.
 
-Choices, each from a fact measured on our machines (DESIGN.md):
+Choices, each from a fact measured on our machines:
 - direct kernel boot, no bootloader;
 - std VGA (the generic Debian kernel's bochs DRM driver gives Xorg a screen);
 - a USB tablet, so host-side absolute pointer input works;

@@ -108,7 +108,7 @@ def _domain_type(config: LibvirtConfig, conn: libvirt.virConnect | None = None) 
         return "kvm"
     if is_remote_uri(config.resolved_uri()) and conn is not None:
         # The KVM probe boots a guest on *this* host; for a far host trust its capabilities (accel='tcg' if
-        # KVM is present there but broken, as on the machines DESIGN.md measured).
+        # KVM is present there but broken, as measured on our CI machines).
         return "kvm" if "<domain type='kvm'" in conn.getCapabilities() else "qemu"
     from weavegym.envs.kvm_probe import choose_accelerator
 
@@ -234,7 +234,7 @@ class LibvirtVM:
     def grab_frame(self) -> np.ndarray:
         """The screen as QEMU displays it (what VNC shows, pointer included), via HMP ``screendump``.
 
-        About 10x cheaper than an in-guest capture under TCG (DESIGN.md). The file lands on the
+        About 10x cheaper than an in-guest capture under TCG (measured here). The file lands on the
         host running QEMU, so a remote libvirt URI falls back to the agent's screenshot.
         """
         if self._remote:

@@ -15,8 +15,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from weavegym.envs.setup_context import HOME, PRIVATE_DIR, SetupContext
-from weavegym.envs.task import ActionLike, Channels, OracleContext, Prepared, Task
+from weavegym.envs.setup_context import HOME, PRIVATE_DIR, WORKSPACE_USER, SetupContext
+from weavegym.envs.task import ActionLike, Channels, Deliverable, OracleContext, Prepared, Task
 from weavegym.evaluators import Clause, Probe, Verdict
 
 DB = f"{HOME}/warehouse.db"
@@ -66,12 +66,13 @@ def setup(ctx: SetupContext) -> Prepared:
         counted[sku] = new
     final_qty = {row[0]: counted.get(row[0], row[3]) for row in stock}
     cents = sum(final_qty[sku] * round(cost * 100) for sku, _n, _l, _q, cost in stock)
-    ctx.write_file(DB, _build_db(stock))
+    # The database is the shell's to change: the workspace account's, read-only to the desktop account.
+    ctx.write_file(DB, _build_db(stock), owner=WORKSPACE_USER, mode=0o644)
     ctx.write_file(APP, ctx.fixture(__package__, "fixtures/stock_count_review.py"), owner="root")
     ctx.make_private_dir()
     shown = [[sku, loc, counted[sku]] for sku, _n, loc, _q, _c in counted_rows]
     shown.sort(key=lambda r: r[1])
-    counter = COUNTERS[ctx.seed % len(COUNTERS)]
+    counter = COUNTERS[int(rng.integers(len(COUNTERS)))]
     ctx.write_file(COUNT, json.dumps({"aisle": aisle, "counter": counter, "rows": shown}), owner="root",
                    mode=0o600)
     ctx.launch_gui(f"{{as_user}} python3 {APP} < {COUNT} > {ANSWER}", name="stockcount")
@@ -160,8 +161,9 @@ def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
     yield {"kind": "key", "keys": "Tab"}
     yield {"kind": "type", "text": str(len(ctx.truth["adjustments"]))}
     yield {"kind": "key", "keys": "Return"}
-    yield {"kind": "shell", "command": f"timeout 30 sh -c 'while xdotool search --name \"^{TITLE}$\" >/dev/null; "
-                                       "do sleep 0.2; done'"}
+    # The app writes its answer as it exits; wait for that (pgrep sees every account's processes).
+    yield {"kind": "shell", "command": "timeout 30 sh -c 'while pgrep -f stock_count_review >/dev/null; "
+                                       "do sleep 0.2; done'", "timeout": 60}
     yield {"kind": "done"}
 
 
@@ -191,6 +193,10 @@ TASK = Task(
         Clause("review_value", "the review was submitted with the stock value after the count", check_review_value,
                weight=2.0, critical=True, cap=0.5),
         Clause("review_adjusted", "the review states the number of adjusted SKUs", check_review_adjusted),
+    ),
+    deliverables=(
+        Deliverable(ANSWER, "gui", owner="root", description="the review window's submission (captured by setup)"),
+        Deliverable(DB, "cli", description="~/warehouse.db"),
     ),
     oracle=oracle,
     apps=("python3-tk", "sqlite3"),

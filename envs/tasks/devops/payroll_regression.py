@@ -14,8 +14,8 @@ import zlib
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from weavegym.envs.setup_context import HOME, PRIVATE_DIR, SetupContext
-from weavegym.envs.task import ActionLike, Channels, OracleContext, Prepared, Task
+from weavegym.envs.setup_context import HOME, PRIVATE_DIR, WORKSPACE_USER, SetupContext
+from weavegym.envs.task import ActionLike, Channels, Deliverable, OracleContext, Prepared, Task
 from weavegym.evaluators import Clause, Probe, Verdict
 
 REPO = f"{HOME}/payroll"
@@ -102,7 +102,7 @@ def setup(ctx: SetupContext) -> Prepared:
     batches = [_timesheet_rows(ctx, names[:8]), _timesheet_rows(ctx, names[8:11]),
                _timesheet_rows(ctx, names[11:13]), _timesheet_rows(ctx, names[13:16])]
     program = ctx.fixture(__package__, "fixtures/payroll_app.py").decode()
-    culprit_file, good, bad, culprit_subject = CULPRITS[ctx.seed % 3]
+    culprit_file, good, bad, culprit_subject = CULPRITS[int(ctx.rng.integers(len(CULPRITS)))]
     readme = "# payroll\n\nComputes gross pay from timesheet.csv.\n"
     plan: list[tuple[str, dict[str, str]]] = [
         ("Initial payroll script", {"payroll.py": program, "settings.ini": SETTINGS, "run_nightly.sh": RUN_NIGHTLY,
@@ -125,12 +125,14 @@ def setup(ctx: SetupContext) -> Prepared:
                         ":00+0000"} for i, (subject, files) in enumerate(plan)]
     ctx.write_file(BUILDER, BUILD_SCRIPT)
     ctx.write_file("/tmp/weavegym-payroll-spec.json", json.dumps({"repo": REPO, "commits": commits}))
+    # The repository is the shell's to repair: it belongs to the workspace account (read-only to the desktop).
+    owner = WORKSPACE_USER
     ctx.run(["bash", "-c", "git config --global user.name 'Weave User' && "
-             "git config --global user.email user@payroll.example"], user=ctx.user)
-    shas = json.loads(ctx.run(["python3", BUILDER, "/tmp/weavegym-payroll-spec.json"], user=ctx.user).stdout)
+             "git config --global user.email user@payroll.example"], user=owner)
+    shas = json.loads(ctx.run(["python3", BUILDER, "/tmp/weavegym-payroll-spec.json"], user=owner).stdout)
     ctx.run(["rm", "-f", BUILDER, "/tmp/weavegym-payroll-spec.json"])
-    traceback = ctx.run(["bash", "-c", f"cd {REPO} && python3 payroll.py 2>&1"], user=ctx.user, check=False).stdout
-    ctx.write_file(LOG, _history_log(plan, position, traceback))
+    traceback = ctx.run(["bash", "-c", f"cd {REPO} && python3 payroll.py 2>&1"], user=owner, check=False).stdout
+    ctx.write_file(LOG, _history_log(plan, position, traceback), owner=owner, mode=0o644)
 
     rows = batches[0] + batches[1] + batches[2] + batches[3]
     ctx.make_private_dir()
@@ -249,6 +251,9 @@ def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
     for _ in range(ctx.truth["row"]):
         yield {"kind": "key", "keys": "Down"}
     yield {"kind": "key", "keys": "Return"}
+    # zenity writes its answer as it exits, which can trail the key press under load.
+    yield {"kind": "shell", "command": "timeout 60 sh -c 'while pgrep -x zenity >/dev/null; do sleep 0.2; done'",
+           "timeout": 90}
     yield {"kind": "done"}
 
 
@@ -272,6 +277,10 @@ TASK = Task(
         Clause("reverted", "HEAD is a git revert of the culprit on top of the old tip", check_revert),
         Clause("code_restored", "the broken line is back to its working form", check_code),
         Clause("report", "out/payroll.csv has every employee's gross pay and the right total", check_report),
+    ),
+    deliverables=(
+        Deliverable(ANSWER, "gui", owner="root", description="the Incident report dialog's answer"),
+        Deliverable(REPORT, "cli", description="out/payroll.csv from the rerun job"),
     ),
     oracle=oracle,
     apps=("git", "gitk", "zenity", "python3"),

@@ -2,9 +2,10 @@
 
 The scans are pictures: the page numbers, the contract number and the signing
 date exist only as pixels (no OCR in the image), so they must be read off the
-screen, e.g. in ImageMagick's ``display``. The register is a GUI dialog whose
-answer lands in a root-only file; the multi-page TIFF (pages reordered and
-turned upright) is built with ImageMagick on the command line.
+screen, in the scan viewer that setup opens on the desktop (ImageMagick's
+``display``; the shell has no display to open one). The register is a GUI
+dialog whose answer lands in a root-only file; the multi-page TIFF (pages
+reordered and turned upright) is built with ImageMagick on the command line.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import numpy as np
 from PIL import Image, ImageSequence
 
 from weavegym.envs.setup_context import HOME, PRIVATE_DIR, SetupContext
-from weavegym.envs.task import ActionLike, Channels, OracleContext, Prepared, Task
+from weavegym.envs.task import ActionLike, Channels, Deliverable, OracleContext, Prepared, Task
 from weavegym.evaluators import Clause, Probe, Verdict
 
 SCANS = f"{HOME}/scans"
@@ -25,6 +26,7 @@ TIFF = f"{HOME}/contract.tif"
 ANSWER = f"{PRIVATE_DIR}/register.out"
 RENDER_DIR = f"{PRIVATE_DIR}/pages"
 DIALOG_TITLE = "Document register"
+VIEWER_TITLE = "Scans"
 PAGE_SIZE = (480, 640)
 THUMB = (48, 64)
 PAPER = "#f5f2ea"
@@ -104,6 +106,10 @@ def setup(ctx: SetupContext) -> Prepared:
                  "-rotate", f"{ctx.rng.uniform(-0.8, 0.8):.2f}", "-gravity", "center",
                  "-extent", "x".join(map(str, PAGE_SIZE)), f"{SCANS}/{name}"])
     ctx.run(["bash", "-c", f"chown {ctx.user}: {SCANS}/* && rm -rf {RENDER_DIR}"])
+    # The scans as the GUI shows them: a viewer on the desktop (space shows the next one).
+    ctx.launch_gui(f"cd {SCANS} && {{as_user}} display -title '{VIEWER_TITLE}' -resize 75% {' '.join(names)}",
+                   name="viewer")
+    ctx.wait_window(f"^{VIEWER_TITLE}")
     ctx.launch_gui(
         f"{{as_user}} zenity --forms --title='{DIALOG_TITLE}' --text='Register the scanned contract' "
         f"--add-entry='Contract number' --add-entry='Signed on (YYYY-MM-DD)' > {ANSWER}", name="register")
@@ -200,8 +206,8 @@ def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
     yield {"kind": "key", "keys": "Tab"}
     yield {"kind": "key", "keys": "Return"}  # focus is on OK now
     # zenity writes the answer as it exits; under load that can trail the key press by seconds.
-    yield {"kind": "shell", "command": f"timeout 60 sh -c 'while xdotool search --name \"^{DIALOG_TITLE}$\" "
-                                       ">/dev/null; do sleep 0.2; done'", "timeout": 90}
+    yield {"kind": "shell", "command": "timeout 60 sh -c 'while pgrep -x zenity >/dev/null; do sleep 0.2; done'",
+           "timeout": 90}
     yield {"kind": "done"}
 
 
@@ -210,7 +216,8 @@ TASK = Task(
     title="Reassemble a scanned contract and register it",
     instruction=(
         "The {pages} PNG files in ~/scans are the scanned pages of one contract, in no particular order, and "
-        "some were fed into the scanner upside down (ImageMagick's `display` shows them). "
+        "some were fed into the scanner upside down (the open 'Scans' viewer shows them: space for the next "
+        "one, backspace for the previous). "
         "1) Build ~/contract.tif, a multi-page TIFF with the {pages} pages in reading order (Page 1 first) and "
         "every page upright. 2) In the open 'Document register' dialog, enter the contract number printed on "
         "the first page and the date the contract was signed (last page) as YYYY-MM-DD, and confirm with OK. "
@@ -228,6 +235,10 @@ TASK = Task(
         Clause("tiff_pages", "~/contract.tif is a TIFF with one page per scan", check_tiff_pages),
         Clause("tiff_order", "the TIFF pages are in reading order", check_tiff_order, weight=2.0),
         Clause("tiff_upright", "every TIFF page is upright", check_tiff_upright),
+    ),
+    deliverables=(
+        Deliverable(ANSWER, "gui", owner="root", description="the register dialog's answer (captured by setup)"),
+        Deliverable(TIFF, "cli", description="~/contract.tif"),
     ),
     oracle=oracle,
     apps=("imagemagick", "zenity"),
