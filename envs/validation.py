@@ -21,6 +21,7 @@ from typing import Any
 
 from weavegym.envs import adversaries
 from weavegym.envs.adversaries import ADVERSARIES, DesktopTerminal, Step, TerminalCommand
+from weavegym.envs.errors import WeaveGymError
 from weavegym.envs.task import OracleContext, Task
 from weavegym.envs.weave_env import WeaveEnv
 
@@ -92,6 +93,8 @@ def run_policy(env: WeaveEnv, run: str, plan: Plan, seed: int) -> EpisodeResult:
             if terminated or truncated:
                 reward, ended = float(reward_), True
                 break
+    except WeaveGymError:
+        raise  # the env or the VM failed: a violation of its own (validate_task reports it), not a score
     except Exception as exc:  # an adversary's plan may break where the oracle relied on the other channel
         if run == "oracle":
             raise
