@@ -77,8 +77,10 @@ def system_prompt(image_size: tuple[int, int], screen: tuple[int, int], coordina
         "You have two kinds of tools, and tasks usually need both:",
         "- GUI tools (move, click, double_click, right_click, drag, scroll, type, key, mouse_down, mouse_up) act "
         f"on the screen with the mouse and keyboard. {where}",
-        "- CLI tools (shell, python) run a command or a Python script in the VM as the desktop user and show "
-        "you its output and exit code on the next turn.",
+        "- CLI tools (shell, python) run a command or a Python script in the VM and show you its output and exit "
+        "code on the next turn. They run as a separate account that shares the home folder with the desktop "
+        "but cannot reach the screen, the clipboard or the desktop's programs: work on screen needs the GUI "
+        "tools, and files are how the two sides exchange data.",
         "After every action you get a new screenshot, the output of the last command, and any error the "
         "environment reported for your action (an invalid action does nothing).",
         "Call exactly one tool per turn. Look at the result before the next step; do not guess at what you "

@@ -219,10 +219,11 @@ def describe_kind(kind: str, width: int, height: int) -> str:
         "mouse_down": f"Press and hold a mouse button, at (x, y) if given. {where}",
         "mouse_up": f"Release a held mouse button, at (x, y) if given. {where}",
         "wait": "Do nothing for some seconds, e.g. while an application loads.",
-        "shell": "Run a command in a persistent bash shell as the desktop user; cd and exports persist between "
-                 "calls. Returns the output and exit code.",
-        "python": "Run Python code in a fresh interpreter as the desktop user; nothing persists between calls. "
-                  "Returns the output and exit code.",
+        "shell": "Run a command in a persistent bash shell (the workspace account: same home folder as the "
+                 "desktop, but no access to the screen or clipboard); cd and exports persist between calls. "
+                 "Returns the output and exit code.",
+        "python": "Run Python code in a fresh interpreter as the workspace account (no screen access); nothing "
+                  "persists between calls. Returns the output and exit code.",
         "done": "Declare the task finished. This ends the episode and triggers scoring.",
         "fail": "Declare the task infeasible, with a reason. This ends the episode.",
     }[kind]

@@ -74,6 +74,15 @@ def test_the_shell_cannot_touch_the_desktop_accounts_processes(vm: LibvirtVM, sh
     assert out.text.strip().endswith("1")  # ptrace only of one's own descendants
 
 
+def test_the_shell_cannot_become_the_desktop_account_or_plant_its_settings(shell: ShellSession) -> None:
+    out = shell.shell("su user -c 'DISPLAY=:0 xdotool getmouselocation' </dev/null; echo su=$?; "
+                      "echo 'alias ls=x' >> ~/.bash_aliases; echo aliases=$?; mkdir ~/.ssh/x; echo ssh=$?; "
+                      "mv ~/.gitconfig ~/g; echo mv=$?", 60)
+    assert "su=1" in out.text and "x:" not in out.text  # every password is locked: no `su` to the desktop
+    assert "aliases=1" in out.text and "ssh=1" in out.text and "mv=1" in out.text
+    assert "DenyUsers user workspace" in shell.shell("cat /etc/ssh/sshd_config.d/60-weavegym.conf", 30).text
+
+
 def test_the_guest_holds_only_the_agent(vm: LibvirtVM) -> None:
     assert vm.client is not None
     site = "/opt/weavegym/venv/lib/python3.11/site-packages/weavegym"

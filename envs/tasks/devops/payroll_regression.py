@@ -53,7 +53,7 @@ NAMES = ("Abbott", "Baker", "Chen", "Diaz", "Evans", "Fischer", "Garcia", "Hadda
          "Lopez", "Moreau", "Nakamura", "Okafor", "Petrov", "Quinn", "Rossi", "Santos", "Tanaka", "Ueda", "Varga",
          "Weber", "Xu", "Young", "Zimmer")
 
-# Runs in the guest as the desktop user: builds the repository from a JSON spec, prints the commit ids.
+# Runs in the guest as the workspace account: builds the repository from a JSON spec, prints the commit ids.
 BUILD_SCRIPT = r"""
 import json, os, subprocess, sys
 spec = json.load(open(sys.argv[1]))
@@ -62,6 +62,8 @@ os.makedirs(repo, exist_ok=True)
 git = lambda *args, env=None: subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True,
                                              env={**os.environ, **(env or {})}).stdout.strip()
 git("init", "-q", "-b", "main")
+git("config", "user.name", "Weave User")  # the repository's own identity: ~/.gitconfig is the desktop's
+git("config", "user.email", "user@payroll.example")
 shas = []
 for commit in spec["commits"]:
     for path, text in commit["files"].items():
@@ -127,8 +129,6 @@ def setup(ctx: SetupContext) -> Prepared:
     ctx.write_file("/tmp/weavegym-payroll-spec.json", json.dumps({"repo": REPO, "commits": commits}))
     # The repository is the shell's to repair: it belongs to the workspace account (read-only to the desktop).
     owner = WORKSPACE_USER
-    ctx.run(["bash", "-c", "git config --global user.name 'Weave User' && "
-             "git config --global user.email user@payroll.example"], user=owner)
     shas = json.loads(ctx.run(["python3", BUILDER, "/tmp/weavegym-payroll-spec.json"], user=owner).stdout)
     ctx.run(["rm", "-f", BUILDER, "/tmp/weavegym-payroll-spec.json"])
     traceback = ctx.run(["bash", "-c", f"cd {REPO} && python3 payroll.py 2>&1"], user=owner, check=False).stdout
