@@ -1,10 +1,13 @@
 """Weave-Games-1: solve a random peg-solitaire board with a search program, play it in Pegs, save the game.
 
 The board exists only in the running Pegs window (it was loaded from a file
-that setup deleted). Finding a sequence of jumps that leaves one peg is a
-search problem for a program (CLI), whose plan goes to a file; the plan must
-then be played in the Pegs window and the game saved through its Game > Save
-dialog (GUI). The checker replays the saved game from its own description.
+that setup deleted), and the shell cannot reach the desktop: the agent reads
+the board off the screen and hands it to its program. Finding a sequence of
+jumps that leaves one peg is a search problem for a program (CLI), whose plan
+goes to a file; the plan must then be played in the Pegs window and the game
+saved through its Game > Save dialog (GUI). The checker replays the saved game
+from its own description; the save must belong to the desktop account, the
+plan to the workspace account.
 """
 
 from __future__ import annotations
@@ -16,8 +19,8 @@ from typing import Any
 import numpy as np
 
 from weavegym.envs.setup_context import HOME, SetupContext
-from weavegym.envs.task import ActionLike, Channels, OracleContext, Prepared, Task
-from weavegym.envs.tasks.games.sgt_common import save_via_dialog, saved_game, start_hidden
+from weavegym.envs.task import ActionLike, Channels, Deliverable, OracleContext, Prepared, Task
+from weavegym.envs.tasks.games.sgt_common import focus_action, python_command, save_via_dialog, saved_game, start_hidden
 from weavegym.evaluators import Clause, GuiArtifactViaCli, Probe, Verdict
 
 PEGS = "/usr/games/sgt-pegs"
@@ -27,13 +30,13 @@ SIZE = 5
 MIN_PEGS = 14
 MOVE = re.compile(r"^(\d+),(\d+)-(\d+),(\d+)$")
 
-# The oracle's CLI step: read the board Pegs put on the clipboard (Game > Copy), search for a plan.
-SOLVER = r"""python3 - <<'PY'
-import tkinter
-root = tkinter.Tk(); root.withdraw()
-rows = root.clipboard_get().rstrip("\n").split("\n")  # a row may be all blanks
+# The oracle's CLI step: a search over the board the agent read off the window and typed into the command
+# (rows top to bottom, separated by "/": P a peg, H an empty hole, O no hole), e.g. OPPPO/PPHPP/...
+SOLVER = r"""
+import sys
+rows = sys.argv[1].split("/")
 cells = {(x, y): ch for y, r in enumerate(rows) for x, ch in enumerate(r)}
-holes = {p for p, ch in cells.items() if ch in "*-"}
+holes = {p for p, ch in cells.items() if ch in "PH"}
 seen = set()
 def solve(pegs):
     if len(pegs) == 1:
@@ -48,10 +51,15 @@ def solve(pegs):
                 rest = solve(pegs - {(x, y), mid} | {to})
                 if rest is not None:
                     return [f"{x},{y}-{to[0]},{to[1]}"] + rest
-plan = solve(frozenset(p for p, ch in cells.items() if ch == "*"))
+plan = solve(frozenset(p for p, ch in cells.items() if ch == "P"))
 open("pegs_solution.txt", "w").write("\n".join(plan) + "\n")
 print("PLAN " + " ".join(plan))
-PY"""
+"""
+
+
+def board_text(desc: str) -> str:
+    """The board as an agent transcribes it from the window: rows of P/H/O joined by "/"."""
+    return "/".join(desc[i:i + SIZE] for i in range(0, SIZE * SIZE, SIZE))
 
 
 def setup(ctx: SetupContext) -> Prepared:
@@ -173,14 +181,12 @@ def _host_plan(desc: str) -> list[str]:
 def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
     assert ctx.obs is not None
     xs, ys = _grid(ctx.obs["screen"], ctx.truth["desc"], ctx.truth["window"])
-    x, y, _w, h = ctx.truth["window"]
-    yield {"kind": "click", "x": x + 4, "y": y + h - 4}  # focus the Pegs window
-    for keys in ("F10", "Up", "Up", "Return"):  # Game > Copy (the last item but one)
-        yield {"kind": "key", "keys": keys}
-    yield {"kind": "shell", "command": SOLVER, "timeout": 300}
+    yield focus_action(ctx.truth["window"])
+    # An agent reads the board off the Pegs window in its screenshot; the oracle knows it.
+    yield {"kind": "shell", "command": python_command(SOLVER, board_text(ctx.truth["desc"])), "timeout": 300}
     assert ctx.obs is not None
     found = re.search(r"^PLAN (.*)$", ctx.obs["terminal"], re.M)
-    # Without the CLI step (the gui-only ablation) play a plan found here, so the run tests the checker.
+    # Without the CLI step (the gui-only adversary) play a plan found here, so the run tests the checker.
     for move in found.group(1).split() if found else _host_plan(ctx.truth["desc"]):
         x1, y1, x2, y2 = map(int, MOVE.match(move).groups())
         yield {"kind": "drag", "x": round(xs[x1]), "y": round(ys[y1]), "to_x": round(xs[x2]), "to_y": round(ys[y2])}
@@ -213,10 +219,14 @@ TASK = Task(
         Clause("plan_file", "~/pegs_solution.txt lists jumps that leave one peg", check_plan, weight=2.0),
         Clause("played_plan", "the saved game plays exactly the planned jumps", check_played_plan),
     ),
+    deliverables=(
+        Deliverable(SAVE, "gui", description="~/pegs.sav (saved by the Pegs window)"),
+        Deliverable(PLAN, "cli", description="~/pegs_solution.txt"),
+    ),
     rules=(GuiArtifactViaCli([SAVE], "the save file must come from the Pegs window's Save dialog"),),
     oracle=oracle,
     profile="base",
     apps=("sgt-pegs", "python3"),
-    max_steps=80,
+    max_steps=110,
     time_budget_s=1200.0,
 )

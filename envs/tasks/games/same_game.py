@@ -4,8 +4,10 @@ Same Game removes a connected group of two or more same-coloured tiles; the
 tiles above fall and empty columns close up to the left, so whether a board
 can be cleared to the last tile depends on the order of every removal: a
 search for a program (CLI), whose plan goes to a file. The board exists only
-in the running window (setup deleted the file it was loaded from); the plan
-must be clicked there and the game saved through its Game > Save dialog (GUI).
+in the running window (setup deleted the file it was loaded from), and the
+shell cannot reach the desktop: the agent reads the board off the screen and
+hands it to its program. The plan must be clicked there and the game saved
+through its Game > Save dialog (GUI).
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ from typing import Any
 import numpy as np
 
 from weavegym.envs.setup_context import HOME, SetupContext
-from weavegym.envs.task import ActionLike, Channels, OracleContext, Prepared, Task
-from weavegym.envs.tasks.games.sgt_common import save_via_dialog, saved_game, start_hidden
+from weavegym.envs.task import ActionLike, Channels, Deliverable, OracleContext, Prepared, Task
+from weavegym.envs.tasks.games.sgt_common import focus_action, python_command, save_via_dialog, saved_game, start_hidden
 from weavegym.evaluators import Clause, GuiArtifactViaCli, Probe, Verdict
 
 SAMEGAME = "/usr/games/sgt-samegame"
@@ -28,11 +30,11 @@ W, H = 10, 5
 PARAMS = f"{W}x{H}c3s2"
 Board = tuple[tuple[str, ...], ...]  # columns, each listed bottom to top; empty columns are dropped
 
-# The oracle's CLI step: read the board Same Game put on the clipboard (Game > Copy), search for a plan.
-SOLVER = r"""python3 - <<'PY'
-import tkinter
-root = tkinter.Tk(); root.withdraw()
-rows = [r for r in root.clipboard_get().split("\n") if r.strip()]
+# The oracle's CLI step: a search over the board the agent read off the window and typed into the command
+# (rows top to bottom, separated by "/", one digit per tile naming its colour), e.g. 1231132213/...
+SOLVER = r"""
+import sys
+rows = sys.argv[1].split("/")
 h, w = len(rows), len(rows[0])
 start = tuple(tuple(rows[y][x] for y in range(h - 1, -1, -1)) for x in range(w))
 def groups(cols):
@@ -73,12 +75,18 @@ def solve(cols):
 plan = solve(start)
 open("samegame_plan.txt", "w").write("\n".join(plan) + "\n")
 print("PLAN " + " ".join(plan))
-PY"""
+"""
 
 
 def board_of(desc: str) -> Board:
     values = desc.split(",")
     return tuple(tuple(values[y * W + x] for y in range(H - 1, -1, -1)) for x in range(W))
+
+
+def board_text(desc: str) -> str:
+    """The board as an agent transcribes it from the window: rows of colour digits joined by "/"."""
+    values = desc.split(",")
+    return "/".join("".join(values[y * W:(y + 1) * W]) for y in range(H))
 
 
 def group_at(board: Board, x: int, row: int) -> set[tuple[int, int]]:
@@ -230,13 +238,12 @@ def _host_plan(desc: str) -> list[str]:
 def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
     assert ctx.obs is not None
     xs, ys = _grid(ctx.obs["screen"], ctx.truth["window"])
-    x, y, _w, h = ctx.truth["window"]
-    yield {"kind": "click", "x": x + 4, "y": y + h - 4}  # focus the window on its status bar
-    for keys in ("F10", "Up", "Up", "Return"):  # Game > Copy (the last item but one)
-        yield {"kind": "key", "keys": keys}
-    yield {"kind": "shell", "command": SOLVER, "timeout": 300}
+    yield focus_action(ctx.truth["window"])
+    # An agent reads the board off the Same Game window in its screenshot; the oracle knows it.
+    yield {"kind": "shell", "command": python_command(SOLVER, board_text(ctx.truth["desc"])), "timeout": 300}
     assert ctx.obs is not None
     found = re.search(r"^PLAN (.*)$", ctx.obs["terminal"], re.M)
+    # Without the CLI step (the gui-only adversary) click a plan found here, so the run tests the checker.
     for step in found.group(1).split() if found else _host_plan(ctx.truth["desc"]):
         col, row = map(int, step.split(","))
         yield {"kind": "click", "x": round(xs[col]), "y": round(ys[row])}  # select the group
@@ -270,10 +277,14 @@ TASK = Task(
         Clause("plan_file", "~/samegame_plan.txt clears the board", check_plan, weight=2.0),
         Clause("played_plan", "the saved game plays exactly the planned removals", check_played_plan),
     ),
+    deliverables=(
+        Deliverable(SAVE, "gui", description="~/samegame.sav (saved by the Same Game window)"),
+        Deliverable(PLAN, "cli", description="~/samegame_plan.txt"),
+    ),
     rules=(GuiArtifactViaCli([SAVE], "the save file must come from the Same Game window's Save dialog"),),
     oracle=oracle,
     profile="base",
     apps=("sgt-samegame", "python3"),
-    max_steps=90,
+    max_steps=130,
     time_budget_s=1500.0,
 )

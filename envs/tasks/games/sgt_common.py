@@ -3,20 +3,33 @@
 Simon Tatham's puzzles save a game as ``KEY:length:value`` records (the game's
 description, then one ``MOVE`` record per move). Tasks start a puzzle from such
 a file and delete it once the window is up, so the board lives only in the GUI.
+
+The episode's shell runs as the workspace account, which cannot reach the
+desktop (no clipboard, no xdotool): the agent is the only bridge. It reads the
+board off the window and types it into its solver's command line
+(``python_command``), and it sees the Save dialog on the screen (``wait_dialog``)
+while the shell sees only the save file the game writes (``wait_file_action``).
 """
 
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from weavegym.envs.setup_context import HOME, SetupContext
 from weavegym.envs.task import ActionLike, OracleContext
 from weavegym.evaluators import Probe, Verdict
 
 SAVE_DIALOG = "game file to save"  # the Save dialog's title: "Enter name of game file to save"
+DIFF_LEVEL = 24  # a pixel changed when a channel moved more than this
+DIALOG_MIN = (300, 150)  # a region of change at least this wide and tall (px) is a dialog, not a menu
+DIALOG_FILLED = 0.5  # ...and at least this share of it changed (its frame alone is not the dialog)
+SETTLED_PIXELS = 400  # at most this many pixels may change between two polls of a drawn dialog
 
 
 def record(key: str, value: str) -> str:
@@ -56,7 +69,7 @@ def start_hidden(ctx: SetupContext, binary: str, game: str, params: str, desc: s
     start = f"/tmp/.{slug}-start.sav"
     ctx.write_file(start, "".join(record(k, v) for k, v in (
         ("SAVEFILE", "Simon Tatham's Portable Puzzle Collection"), ("VERSION", "1"), ("GAME", game),
-        ("PARAMS", params), ("CPARAMS", params), ("DESC", desc), ("NSTATES", "1"), ("STATEPOS", "1"))))
+        ("PARAMS", params), ("CPARAMS", params), ("DESC", desc), ("NSTATES", "1"), ("STATEPOS", "1"))), mode=0o600)
     ctx.launch_gui(f"cd {HOME} && {{as_user}} {binary} --load {start}", name=slug)
     window = ctx.wait_window(title)
     ctx.run(["rm", "-f", start])
@@ -64,38 +77,96 @@ def start_hidden(ctx: SetupContext, binary: str, game: str, params: str, desc: s
 
 
 def wait_window_action(title: str, *, present: bool = True, seconds: int = 60, then: str = "") -> dict[str, Any]:
-    """A shell action that waits (at most ``seconds``) until a window titled ``title`` is shown, or gone."""
+    """A shell action that waits (at most ``seconds``) until a window titled ``title`` is shown, or gone.
+
+    Only for a shell that can reach the display. The episode's shell runs as the workspace account,
+    which has no X access: there ``xdotool`` fails at once. Wait on what the shell can see instead
+    (``wait_file_action``), or on the screen (``wait_dialog``).
+    """
     loop = "until" if present else "while"
     command = (f"timeout {seconds} sh -c '{loop} xdotool search --onlyvisible --name \"{title}\" >/dev/null; "
                "do sleep 0.2; done'" + (f" && {then}" if then else ""))
     return {"kind": "shell", "timeout": seconds + 30, "command": command}
 
 
+def python_command(source: str, *args: str) -> str:
+    """A shell command that runs the Python ``source`` with ``args`` on its command line (``sys.argv[1:]``).
+
+    The solvers take the board this way: the shell cannot see the window, so the agent reads the board
+    off the screen and types it into the command.
+    """
+    return f"python3 - {' '.join(shlex.quote(a) for a in args)} <<'PY'\n{source.strip()}\nPY"
+
+
+def wait_file_action(path: str, *, seconds: int = 30, then: str = "echo SAVED") -> dict[str, Any]:
+    """A shell action that waits (at most ``seconds``) until ``path`` exists and is not empty, then runs ``then``.
+
+    The save a GUI app writes as the desktop account is visible to the workspace shell (shared home).
+    """
+    command = f"timeout {seconds} sh -c 'until [ -s {path} ]; do sleep 0.2; done' && {then}"
+    return {"kind": "shell", "timeout": seconds + 30, "command": command}
+
+
+def focus_action(window: list[int]) -> dict[str, Any]:
+    """A click on the puzzle's status bar (its bottom-left corner): focuses the window and moves nothing."""
+    x, y, _w, h = window
+    return {"kind": "click", "x": x + 4, "y": y + h - 4}
+
+
+def _changed(frame: np.ndarray, reference: np.ndarray) -> np.ndarray:
+    return np.abs(frame.astype(np.int16) - reference.astype(np.int16)).max(axis=2) > DIFF_LEVEL
+
+
+def dialog_shown(frame: np.ndarray, before: np.ndarray, previous: np.ndarray | None) -> bool:
+    """Whether ``frame`` shows a dialog, drawn and settled, that was not on the screen ``before``.
+
+    A dialog is a wide and tall region of change, filled: the window manager draws the frame first,
+    around the old screen, and the opening menu (or its stale trace) is narrow. Settled: hardly a
+    pixel differs from the ``previous`` poll (a blinking text cursor may).
+    """
+    if previous is None or frame.shape != before.shape or previous.shape != frame.shape:
+        return False
+    changed = _changed(frame, before)
+    rows, cols = np.nonzero(changed)
+    if not len(rows):
+        return False
+    width, height = int(cols.max() - cols.min()) + 1, int(rows.max() - rows.min()) + 1
+    return (width >= DIALOG_MIN[0] and height >= DIALOG_MIN[1] and len(rows) >= DIALOG_FILLED * width * height
+            and int(_changed(frame, previous).sum()) <= SETTLED_PIXELS)
+
+
+def wait_dialog(ctx: OracleContext, before: np.ndarray, *, tries: int = 40) -> Iterator[ActionLike]:
+    """Wait steps (at most ``tries``) until the screen shows a new dialog, compared with ``before``.
+
+    The oracle looks at its observations as an agent does; no shell can see the desktop's windows.
+    """
+    previous = None
+    for _try in range(tries):
+        assert ctx.obs is not None
+        frame = ctx.obs["screen"]
+        if dialog_shown(frame, before, previous):
+            return
+        previous = frame
+        yield {"kind": "wait", "seconds": 0.5}
+
+
 def save_via_dialog(ctx: OracleContext, path: str, ups: int) -> Iterator[ActionLike]:
-    """Game > Save... by keyboard (F10, then ``ups`` times Up from the bottom), type ``path``, confirm."""
+    """Game > Save... by keyboard (F10, then ``ups`` times Up from the bottom), type ``path``, confirm.
+
+    The puzzle window must have the focus. Waits for the dialog on the screen, then for the save file.
+    """
+    assert ctx.obs is not None
+    before = ctx.obs["screen"].copy()
     for keys in ("F10", *["Up"] * ups, "Return"):
         yield {"kind": "key", "keys": keys}
-    yield wait_window_action(SAVE_DIALOG)
+    yield from wait_dialog(ctx, before)
     yield {"kind": "type", "text": path}
     for _attempt in range(3):  # the file chooser may swallow the first Return to finish its completion
         yield {"kind": "key", "keys": "Return"}
-        yield wait_window_action(SAVE_DIALOG, present=False, seconds=15, then="echo SAVED")
+        yield wait_file_action(path, seconds=15)
         assert ctx.obs is not None
         if "SAVED" in ctx.obs["terminal"]:
             break
-
-
-def copy_game_id(window: list[int]) -> Iterator[ActionLike]:
-    """Focus the puzzle (on its status bar), open Game > Specific... and copy the game id to the clipboard."""
-    x, y, _w, h = window
-    yield {"kind": "click", "x": x + 4, "y": y + h - 4}
-    for keys in ("F10", "Down", "Down", "Down", "Return"):
-        yield {"kind": "key", "keys": keys}
-    yield wait_window_action("game selection")
-    yield {"kind": "key", "keys": "ctrl+a"}
-    yield {"kind": "key", "keys": "ctrl+c"}
-    yield {"kind": "key", "keys": "Escape"}
-    yield wait_window_action("game selection", present=False)
 
 
 @dataclass(frozen=True)

@@ -3,10 +3,12 @@
 The puzzle (sgt-puzzles Cube) is a 4x4 grid with six blue squares; rolling the
 cube onto a blue square picks the blue up onto the face that lands on it, and
 rolling a blue face onto a white square puts it down. The board exists only in
-the running Cube window (setup deleted the file it was loaded from). Tracking
-the cube's faces through every roll to find the *shortest* route is a
-breadth-first search for a program (CLI); the route must be rolled in the
-window and the game saved through its Game > Save dialog (GUI).
+the running Cube window (setup deleted the file it was loaded from), and the
+shell cannot reach the desktop: the agent reads the board off the screen and
+hands it to its program. Tracking the cube's faces through every roll to find
+the *shortest* route is a breadth-first search for a program (CLI); the route
+must be rolled in the window and the game saved through its Game > Save dialog
+(GUI).
 """
 
 from __future__ import annotations
@@ -16,8 +18,14 @@ from collections import deque
 from collections.abc import Iterator
 
 from weavegym.envs.setup_context import HOME, SetupContext
-from weavegym.envs.task import ActionLike, Channels, OracleContext, Prepared, Task
-from weavegym.envs.tasks.games.sgt_common import ShortestPlayChecks, copy_game_id, save_via_dialog, start_hidden
+from weavegym.envs.task import ActionLike, Channels, Deliverable, OracleContext, Prepared, Task
+from weavegym.envs.tasks.games.sgt_common import (
+    ShortestPlayChecks,
+    focus_action,
+    python_command,
+    save_via_dialog,
+    start_hidden,
+)
 from weavegym.evaluators import Clause, GuiArtifactViaCli
 
 CUBE = "/usr/games/sgt-cube"
@@ -30,16 +38,15 @@ STEP = {"L": (-1, 0), "R": (1, 0), "U": (0, -1), "D": (0, 1)}
 ROLL = {"R": (4, 5, 2, 3, 1, 0), "L": (5, 4, 2, 3, 0, 1), "U": (2, 3, 1, 0, 4, 5), "D": (3, 2, 0, 1, 4, 5)}
 ALL_BLUE = 63
 
-# The oracle's CLI step: the game id copied from Game > Specific..., then a breadth-first search.
-SOLVER = r"""python3 - <<'PY'
-import tkinter
+# The oracle's CLI step: a breadth-first search over the board the agent read off the window and typed into the
+# command (rows top to bottom, separated by "/": B a blue square, . a white one, C the cube), e.g. B..C/.B../...
+SOLVER = r"""
+import sys
 from collections import deque
-root = tkinter.Tk(); root.withdraw()
-params, desc = root.clipboard_get().strip().split(":")
-w, h = map(int, params[1:].split("x"))
-squares, pos = desc.split(",")
-bits = "".join(f"{int(c, 16):04b}" for c in squares)[:w * h]
-start = (int(pos), sum(int(b) << i for i, b in enumerate(bits)), 0)
+rows = sys.argv[1].split("/")
+w, h = len(rows[0]), len(rows)
+cells = "".join(rows)
+start = (cells.index("C"), sum(1 << i for i, c in enumerate(cells) if c == "B"), 0)
 roll = {"R": (4, 5, 2, 3, 1, 0), "L": (5, 4, 2, 3, 0, 1), "U": (2, 3, 1, 0, 4, 5), "D": (3, 2, 0, 1, 4, 5)}
 step = {"L": (-1, 0), "R": (1, 0), "U": (0, -1), "D": (0, 1)}
 prev, queue = {start: None}, deque([start])
@@ -68,7 +75,7 @@ while prev[state]:
 route = "".join(reversed(route))
 open("cube_route.txt", "w").write(route + "\n")
 print("ROUTE " + route)
-PY"""
+"""
 
 
 def parse_desc(desc: str) -> tuple[int, int]:
@@ -123,6 +130,16 @@ def replay(desc: str, moves: str) -> tuple[bool, str | None]:
     return state is not None and state[2] == ALL_BLUE, None
 
 
+def board_text(desc: str) -> str:
+    """The board as an agent transcribes it from the window: rows of B (blue), . (white), C (the cube) joined by "/".
+
+    The game always starts the cube on a white square, so the square under it is known.
+    """
+    cube, blue = parse_desc(desc)
+    cells = ["C" if i == cube else "B" if blue >> i & 1 else "." for i in range(W * H)]
+    return "/".join("".join(cells[y * W:(y + 1) * W]) for y in range(H))
+
+
 def setup(ctx: SetupContext) -> Prepared:
     seed = int(ctx.rng.integers(1, 2**31))
     out = ctx.run(f"{CUBE} --generate 4 'c{W}x{H}#{seed}' 2>/dev/null").stdout
@@ -138,11 +155,12 @@ CHECKS = ShortestPlayChecks(game="Cube", save=SAVE, moves_file=ROUTE, unit="roll
 
 
 def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
-    yield from copy_game_id(ctx.truth["window"])
-    yield {"kind": "shell", "command": SOLVER, "timeout": 300}
+    yield focus_action(ctx.truth["window"])
+    # An agent reads the board off the Cube window in its screenshot; the oracle knows it.
+    yield {"kind": "shell", "command": python_command(SOLVER, board_text(ctx.truth["desc"])), "timeout": 300}
     assert ctx.obs is not None
     found = re.search(r"^ROUTE ([LRUD]+)$", ctx.obs["terminal"], re.M)
-    # Without the CLI step (the gui-only ablation) roll a route found here, so the run tests the checker.
+    # Without the CLI step (the gui-only adversary) roll a route found here, so the run tests the checker.
     for move in found.group(1) if found else shortest(ctx.truth["desc"]):
         yield {"kind": "key", "keys": ARROWS[move]}
     yield from save_via_dialog(ctx, SAVE, ups=4)  # Game > Save... is the fourth item from the bottom
@@ -175,10 +193,14 @@ TASK = Task(
         Clause("route_file", "~/cube_route.txt holds a shortest solving route", CHECKS.check_moves_file, weight=2.0),
         Clause("rolled_route", "the saved game rolls exactly the route in the file", CHECKS.check_played),
     ),
+    deliverables=(
+        Deliverable(SAVE, "gui", description="~/cube.sav (saved by the Cube window)"),
+        Deliverable(ROUTE, "cli", description="~/cube_route.txt"),
+    ),
     rules=(GuiArtifactViaCli([SAVE], "the save file must come from the Cube window's Save dialog"),),
     oracle=oracle,
     profile="base",
     apps=("sgt-cube", "python3"),
-    max_steps=60,
+    max_steps=100,
     time_budget_s=1200.0,
 )

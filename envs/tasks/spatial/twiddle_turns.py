@@ -4,9 +4,11 @@ The puzzle (sgt-puzzles Twiddle, orientable) is a 3x3 grid of numbered tiles,
 each with an arrow; a move turns one of the four 2x2 blocks a quarter turn,
 which moves its four tiles round *and* turns each tile's arrow with them. The
 scrambled board exists only in the running Twiddle window (setup deleted the
-file it was loaded from). Tracking positions and orientations to find a
-*shortest* sequence of turns is a search for a program (CLI); the turns must
-be played in the window and the game saved through its Game > Save dialog (GUI).
+file it was loaded from), and the shell cannot reach the desktop: the agent
+reads the board off the screen and hands it to its program. Tracking positions
+and orientations to find a *shortest* sequence of turns is a search for a
+program (CLI); the turns must be played in the window and the game saved
+through its Game > Save dialog (GUI).
 """
 
 from __future__ import annotations
@@ -15,8 +17,14 @@ import re
 from collections.abc import Iterator
 
 from weavegym.envs.setup_context import HOME, SetupContext
-from weavegym.envs.task import ActionLike, Channels, OracleContext, Prepared, Task
-from weavegym.envs.tasks.games.sgt_common import ShortestPlayChecks, copy_game_id, save_via_dialog, start_hidden
+from weavegym.envs.task import ActionLike, Channels, Deliverable, OracleContext, Prepared, Task
+from weavegym.envs.tasks.games.sgt_common import (
+    ShortestPlayChecks,
+    focus_action,
+    python_command,
+    save_via_dialog,
+    start_hidden,
+)
 from weavegym.evaluators import Clause, GuiArtifactViaCli
 
 TWIDDLE = "/usr/games/sgt-twiddle"
@@ -32,12 +40,12 @@ LETTERS = {**{k: (x, y, 1) for k, (x, y) in BLOCKS.items()}, **{k.upper(): (x, y
 SCRAMBLE = 8
 MIN_BEST = 6
 
-# The oracle's CLI step: the game id copied from Game > Specific..., then a meet-in-the-middle breadth-first search.
-SOLVER = r"""python3 - <<'PY'
-import re, tkinter
-root = tkinter.Tk(); root.withdraw()
-params, desc = root.clipboard_get().strip().split(":")
-start = tuple(int(n) * 4 + "uldr".index(o) for n, o in re.findall(r"(\d+)([uldr])", desc))
+# The oracle's CLI step: a meet-in-the-middle breadth-first search over the board the agent read off the window and
+# typed into the command (rows top to bottom, separated by "/": each tile's number and the way its arrow points,
+# u l d r), e.g. "4l 2u 9d/1r 3u 5l/...".
+SOLVER = r"""
+import re, sys
+start = tuple(int(n) * 4 + "uldr".index(o) for n, o in re.findall(r"(\d+)([uldr])", sys.argv[1]))
 goal = tuple(sorted(v & ~3 for v in start))
 moves = {}
 for k, (x, y) in zip("abcd", [(0, 0), (1, 0), (0, 1), (1, 1)]):
@@ -67,7 +75,7 @@ meet = min((s for s in fwd if s in back), key=lambda s: len(fwd[s]) + len(back[s
 route = fwd[meet] + back[meet][::-1]
 open("twiddle_moves.txt", "w").write(route + "\n")
 print("ROUTE " + route)
-PY"""
+"""
 
 
 def parse_desc(desc: str) -> tuple[int, ...]:
@@ -76,6 +84,12 @@ def parse_desc(desc: str) -> tuple[int, ...]:
 
 def format_desc(grid: tuple[int, ...]) -> str:
     return "".join(f"{v // 4}{'uldr'[v & 3]}" for v in grid)
+
+
+def board_text(desc: str) -> str:
+    """The board as an agent transcribes it from the window: each row's tiles (number, arrow u/l/d/r), rows by "/"."""
+    tiles = [f"{v // 4}{'uldr'[v & 3]}" for v in parse_desc(desc)]
+    return "/".join(" ".join(tiles[y * W:(y + 1) * W]) for y in range(W))
 
 
 def turn(grid: tuple[int, ...], x: int, y: int, direction: int) -> tuple[int, ...]:
@@ -151,11 +165,12 @@ CHECKS = ShortestPlayChecks(game="Twiddle", save=SAVE, moves_file=MOVES, unit="t
 
 
 def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
-    yield from copy_game_id(ctx.truth["window"])
-    yield {"kind": "shell", "command": SOLVER, "timeout": 300}
+    yield focus_action(ctx.truth["window"])
+    # An agent reads the board off the Twiddle window in its screenshot; the oracle knows it.
+    yield {"kind": "shell", "command": python_command(SOLVER, board_text(ctx.truth["desc"])), "timeout": 300}
     assert ctx.obs is not None
     found = re.search(r"^ROUTE ([a-dA-D]+)$", ctx.obs["terminal"], re.M)
-    # Without the CLI step (the gui-only ablation) play a solution found here, so the run tests the checker.
+    # Without the CLI step (the gui-only adversary) play a solution found here, so the run tests the checker.
     for letter in found.group(1) if found else ctx.truth["best"]:
         yield {"kind": "key", "keys": f"shift+{letter.lower()}" if letter.isupper() else letter}
     yield from save_via_dialog(ctx, SAVE, ups=6)  # Game > Save... is the sixth item from the bottom
@@ -191,10 +206,14 @@ TASK = Task(
                weight=2.0),
         Clause("played_moves", "the saved game plays exactly the moves in the file", CHECKS.check_played),
     ),
+    deliverables=(
+        Deliverable(SAVE, "gui", description="~/twiddle.sav (saved by the Twiddle window)"),
+        Deliverable(MOVES, "cli", description="~/twiddle_moves.txt"),
+    ),
     rules=(GuiArtifactViaCli([SAVE], "the save file must come from the Twiddle window's Save dialog"),),
     oracle=oracle,
     profile="base",
     apps=("sgt-twiddle", "python3"),
-    max_steps=50,
+    max_steps=90,
     time_budget_s=1200.0,
 )
