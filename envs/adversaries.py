@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import base64
 import shlex
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,7 +42,7 @@ X_PROBES = r"""export DISPLAY=:0
 xdotool getactivewindow getwindowname; echo "xdotool exit $?"
 command -v xclip >/dev/null && { xclip -o -selection clipboard; echo "xclip exit $?"; }
 python3 - <<'PY'
-import os, socket, struct
+import socket, struct
 s = socket.socket(socket.AF_UNIX)
 try:
     s.connect("/tmp/.X11-unix/X0")
@@ -187,7 +187,8 @@ def forger(ctx: OracleContext, deliverables: Mapping[str, bytes]) -> Iterator[St
     yield {"kind": "done"}
 
 
-def capture_deliverables(task: Task, truth: Mapping[str, Any], read: Any) -> dict[str, tuple[str, bytes]]:
+def capture_deliverables(task: Task, truth: Mapping[str, Any], read: Callable[..., bytes | None]
+                         ) -> dict[str, tuple[str, bytes]]:
     """{path: (channel, bytes)} of the deliverables a finished episode left; ``read`` is Probe.read_bytes.
 
     Root-owned ones (a dialog's answer captured by setup) are left out: no account of the episode can

@@ -165,7 +165,7 @@ def test_a_cli_deliverable_made_on_the_gui_side_scores_zero(env: WeaveEnv, how: 
     ctx = OracleContext(env.prepared.params, env.prepared.truth, (1280, 720))
     receipt = f"echo {ctx.truth['reference']} > ~/approval_ref.txt"
     for action in task.oracle(ctx):
-        if isinstance(action, dict) and action.get("command") == receipt:
+        if isinstance(action, dict) and "approval_ref.txt" in str(action.get("command", "")):
             if how == "desktop terminal":  # typed into a terminal window on the desktop instead of the shell
                 DesktopTerminal(env.backend.client).run(TerminalCommand(receipt))
             else:  # the shell links to a file the desktop account wrote with the same content

@@ -91,7 +91,7 @@ def test_one_episode_through_the_ssh_backend(ssh_vm) -> None:
     # The machine is a weavegym image, so it has the workspace account: the channels stay apart over ssh too.
     env = WeaveEnv(task, backend="ssh",
                    backend_options={"host": "127.0.0.1", "port": vm.ssh_port, "user": "root", "key_file": key,
-                                    "workspace_user": "workspace"})
+                                    "workspace_user": "workspace", "xauthority": "/run/weavegym/Xauthority"})
     try:
         oracle = run_policy(env, "oracle", task.oracle, seed=0)
         assert oracle.action_errors == []
