@@ -42,7 +42,7 @@ class DesktopAccessUnchanged:
 
 
 # Runs in the guest as root: prints the accounting records of one uid that had a controlling tty and began at
-# or after a time, one JSON list per line. Filtering there keeps the transfer bounded however many processes
+# or after a time, one Python list literal per line. Filtering there keeps the transfer bounded however many processes
 # the episode ran; the parsing of what it prints stays on the host.
 _SCAN_PACCT = r"""
 import struct, sys
