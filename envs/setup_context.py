@@ -71,8 +71,8 @@ class SetupContext:
         """
         data = content.encode() if isinstance(content, str) else content
         parent = PurePosixPath(path).parent
-        private = PurePosixPath(path).is_relative_to(HOME) and \
-            PurePosixPath(path).relative_to(HOME).parts[0].startswith(".")
+        inside = PurePosixPath(path).relative_to(HOME).parts if PurePosixPath(path).is_relative_to(HOME) else ()
+        private = bool(inside) and inside[0].startswith(".")
         if parent.is_relative_to(HOME):
             # Every directory created under the home belongs to the owner, not just the last one:
             # apps refuse to start when e.g. ~/.config was left owned by root.
