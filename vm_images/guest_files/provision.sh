@@ -20,7 +20,7 @@ apt-get install -y -qq --no-install-recommends $PACKAGES
 rm -rf /var/lib/apt/lists/*
 
 # Two accounts, two channels (README, "Two accounts"):
-# - the desktop account runs the X session and every GUI app; no password, no sudo (tasks that need sudo
+# - the desktop account runs the X session and every GUI app; a locked password, no sudo (tasks that need sudo
 #   grant it in their setup);
 # - the workspace account runs the episode's `shell` and `python` actions. It has no X access (see
 #   weavegym-xauth), a uid of its own (so it can neither ptrace nor signal the desktop's processes, nor
