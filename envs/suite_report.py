@@ -62,9 +62,6 @@ def task_stats(reports: Sequence[Report]) -> dict[str, TaskStats]:
     return stats
 
 
-ADVERSARY_RUNS = ADVERSARIES
-
-
 def stopped_by(evaluation: Mapping[str, Any]) -> str:
     """Why an episode did not pass, in a few words: the rules that zeroed it, else its failed critical clauses."""
     reasons = list(evaluation.get("zeroed_by") or [])
@@ -75,7 +72,7 @@ def stopped_by(evaluation: Mapping[str, Any]) -> str:
 
 def _adversary_stats(group: Sequence[Report]) -> dict[str, tuple[int, float, str]]:
     found: dict[str, tuple[int, float, str]] = {}
-    for run in ADVERSARY_RUNS:
+    for run in ADVERSARIES:
         results = [r["results"][run] for r in group if run in r.get("results", {})]
         if not results:
             continue
@@ -142,7 +139,7 @@ def tasks_markdown(tasks: Sequence[Task], reports: Sequence[Report], *, command:
     ]
     for task in tasks:
         s = stats.get(task.id)
-        for run in ADVERSARY_RUNS:
+        for run in ADVERSARIES:
             if s is None or run not in s.adversaries:
                 lines.append(_row([task.id, run, "0", "–", f"{task.pass_threshold:g}", "not run"]))
                 continue
