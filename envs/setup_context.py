@@ -115,6 +115,18 @@ class SetupContext:
         self._launch_logs.append(log)
         return log
 
+    def grant_desktop_access(self, account: str) -> None:
+        """Let another account (a task's 'designer', say) open windows on the desktop's X server.
+
+        The server admits only the desktop account; a task whose GUI part runs under a third account puts
+        it on the access list here. The evaluation accepts the list's extra entries only for accounts that
+        own one of the task's deliverables (``DesktopAccessUnchanged``), so declare that deliverable. The
+        workspace account is never let in: that would hand the GUI to the shell.
+        """
+        if account in (WORKSPACE_USER, "", "root") or not re.fullmatch(r"[a-z_][a-z0-9_-]*", account):
+            raise TaskError(f"{self.task_id} setup: cannot grant X access to {account!r}")
+        self.run(["env", "DISPLAY=:0", "xhost", f"+si:localuser:{account}"])
+
     def session_bus_address(self) -> str:
         """The desktop session's D-Bus address ('' if it has none, as under openbox).
 
