@@ -14,6 +14,8 @@ import pytest
 
 from weavegym.envs.adversaries import X_PROBES, DesktopTerminal, TerminalCommand
 from weavegym.envs.backends.libvirt_vm import LibvirtConfig, LibvirtVM
+from weavegym.envs.errors import TaskError
+from weavegym.envs.setup_context import SetupContext
 from weavegym.envs.shell_session import ShellSession
 from weavegym.envs.trajectory import Trajectory
 from weavegym.evaluators.channel_rules import DesktopAccessUnchanged, NoDesktopTerminalWork
@@ -117,6 +119,7 @@ def test_opening_x_to_the_shell_from_the_desktop_is_caught(vm: LibvirtVM, shell:
     assert vm.client is not None
     rule = DesktopAccessUnchanged()
     assert rule.check(_rule_context(vm, time.time())) == []
+    vm.client.set_clipboard("clip-secret-4711")
     vm.client.exec("xhost +si:localuser:workspace", user="user")
     try:
         # The bridge is real (the shell now drives X), which is why the rule zeroes such an episode.
@@ -142,3 +145,23 @@ def test_command_lines_in_a_desktop_terminal_are_caught(vm: LibvirtVM, shell: Sh
     assert [f.confidence for f in flags] == ["high"], flags
     assert "cp" in flags[0].message
     assert Probe(vm.client).provenance("/home/user/typed.txt") == ("file", "user")
+
+
+def test_a_task_can_let_its_own_third_account_onto_the_desktop(vm: LibvirtVM) -> None:
+    """Design tasks run their app as 'designer': setup grants exactly that account, never the workspace."""
+    assert vm.client is not None
+    ctx = SetupContext(vm.client, "Weave-Test-1", 0, (1280, 800))
+    ctx.run("id -u designer >/dev/null 2>&1 || useradd --create-home designer")
+    probe = "DISPLAY=:0 xdotool getdisplaygeometry; echo exit=$?"
+    assert "exit=1" in vm.client.exec(probe, user="designer").stdout
+    with pytest.raises(TaskError, match="workspace"):
+        ctx.grant_desktop_access("workspace")
+    ctx.grant_desktop_access("designer")
+    try:
+        assert "exit=0" in vm.client.exec(probe, user="designer").stdout
+        # Allowed when the task declares a deliverable of designer's; an extra entry for anyone else.
+        assert DesktopAccessUnchanged(["designer"]).check(_rule_context(vm, time.time())) == []
+        flags = DesktopAccessUnchanged().check(_rule_context(vm, time.time()))
+        assert len(flags) == 1 and "SI:localuser:designer" in flags[0].message
+    finally:
+        vm.client.exec("xhost -si:localuser:designer", user="user")
