@@ -1,12 +1,14 @@
 """Weave-Design-2: put the quarter's revenue on a KPI card in Inkscape, then export it as a PNG.
 
 The figure has to be computed from a sales ledger (CLI: filter by quarter,
-region and status, sum). The card belongs to the studio's 'designer' account,
-whose Inkscape window has it open: the agent's user can read the SVG but not
-write it, so only that window can put the figure in and save it (a hand-written,
-sed-edited or batch-Inkscape SVG is owned by the agent's user, and the checker
-requires the designer's). The 400 px PNG export is an Inkscape command-line job,
-checked by its pixels.
+region and status, sum). The card belongs to the studio's 'designer' account
+(a third account, put on the X access list by setup), whose Inkscape window has
+it open: the card is 0644 in the designer's 0755 folder, so the shell
+(workspace account) and the desktop account can read it but neither can write,
+replace or add to it; only that window can put the figure in and save it. The
+400 px PNG export is an Inkscape command-line job for the shell, in ~/kpi
+(shared group, setgid; the designer is not in the group and cannot write there),
+checked by its pixels and owned by the workspace account.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import numpy as np
 from weavegym.envs.deadline import wait_for
 from weavegym.envs.errors import TaskError
 from weavegym.envs.setup_context import HOME, LAUNCH_MARKER, SetupContext
-from weavegym.envs.task import ActionLike, Channels, OracleContext, Prepared, Task
+from weavegym.envs.task import ActionLike, Channels, Deliverable, OracleContext, Prepared, Task
 from weavegym.evaluators import Clause, Probe, Verdict
 
 STUDIO, DESIGNER = "/srv/studio", "designer"
@@ -62,7 +64,7 @@ def figure_point(screen: np.ndarray) -> tuple[int, int] | None:
 
 
 def setup(ctx: SetupContext) -> Prepared:
-    region = REGIONS[ctx.seed % len(REGIONS)]
+    region = REGIONS[int(ctx.rng.integers(len(REGIONS)))]
     rows, total = [], 0
     for _ in range(int(ctx.rng.integers(140, 200))):
         month, day = int(ctx.rng.integers(6, 11)), int(ctx.rng.integers(1, 29))
@@ -76,7 +78,9 @@ def setup(ctx: SetupContext) -> Prepared:
     ctx.write_file(LEDGER, "date,region,amount_eur,status\n" + "\n".join(rows) + "\n")
     ctx.run(f"id -u {DESIGNER} >/dev/null 2>&1 || useradd --create-home --shell /bin/bash {DESIGNER}; "
             f"install -d -m 0755 -o {DESIGNER} -g {DESIGNER} {STUDIO}")
-    ctx.write_file(SVG, CARD.format(title=title, note=NOTE), owner=DESIGNER)
+    # 0644: the designer's Inkscape saves it; neither episode account may write it in place.
+    ctx.write_file(SVG, CARD.format(title=title, note=NOTE), owner=DESIGNER, mode=0o644)
+    ctx.grant_desktop_access(DESIGNER)  # the X server admits the desktop account only
     ctx.launch_gui(f"runuser -u {DESIGNER} -- env DISPLAY=:0 HOME=/home/{DESIGNER} {LAUNCH_MARKER} inkscape {SVG}",
                    name="inkscape")
     ctx.wait_window(r"^kpi\.svg - Inkscape$", timeout=300)
@@ -154,6 +158,8 @@ def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
     yield {"kind": "key", "keys": "ctrl+s"}
     yield {"kind": "shell", "timeout": 300,
            "command": f"timeout 120 sh -c 'until grep -q \">{total}<\" {SVG}; do sleep 0.5; done'; "
+                      # The shell cannot write the desktop's ~/.config: Inkscape's preferences go to /tmp.
+                      f"XDG_CONFIG_HOME=/tmp/ink-config XDG_CACHE_HOME=/tmp/ink-cache "
                       f"inkscape {SVG} --export-type=png --export-width=400 --export-filename=$HOME/kpi/kpi.png "
                       "2>/dev/null; ls -l ~/kpi/kpi.png"}
     yield {"kind": "done"}
@@ -164,17 +170,18 @@ TASK = Task(
     title="Put Q3 revenue on the KPI card in Inkscape and export it",
     instruction=(
         f"The KPI card {SVG} is open in Inkscape. The card belongs to the studio's '{DESIGNER}' account, which runs "
-        "that Inkscape window: you can read the file, but only that window can change it. The card's big red '?' "
-        "must become the Q3 2026 (July to September) revenue of the {region} region: the sum of amount_eur in "
+        "that Inkscape window: your shell can read the file, but only that window can change it. The card's big red "
+        "'?' must become the Q3 2026 (July to September) revenue of the {region} region: the sum of amount_eur in "
         "~/kpi/ledger.csv over that region's rows in Q3 whose status is 'closed', written as a whole number with "
         "comma thousands separators (e.g. 1,234,567). Edit the figure in that Inkscape window (leave the rest of "
-        "the card as it is) and save it there with Ctrl+S. Then export the saved card as a 400 px wide PNG to "
-        "~/kpi/kpi.png, then finish."),
+        "the card as it is) and save it there with Ctrl+S. Then, from your shell, export the saved card as a "
+        "400 px wide PNG to ~/kpi/kpi.png (e.g. Inkscape's command line), then finish."),
     channels=Channels(
         gui="edit the figure on the card in the designer's Inkscape window and save it there",
         cli="sum the ledger; export the 400 px PNG with Inkscape's command line",
         why_both="the figure needs a ledger aggregation in the shell, the card can only be changed by the designer's "
-                 "Inkscape window, and the export is a command-line job"),
+                 "Inkscape window (no episode account can write it), and the export is a command-line job whose "
+                 "PNG must belong to the shell's account"),
     setup=setup,
     clauses=(
         Clause("figure", "the card's figure is the Q3 closed revenue of the region", check_total, weight=2.0,
@@ -182,6 +189,10 @@ TASK = Task(
         Clause("saved_in_inkscape", "kpi.svg was saved by the designer's Inkscape window, other elements intact",
                check_saved_in_inkscape),
         Clause("png_export", "kpi.png is a 400x225 render of the edited card", check_png),
+    ),
+    deliverables=(
+        Deliverable(SVG, "gui", owner=DESIGNER, description="the card kpi.svg (saved by the designer's Inkscape)"),
+        Deliverable(PNG, "cli", description="the 400 px export kpi.png"),
     ),
     oracle=oracle,
     profile="full",
