@@ -2,9 +2,14 @@
 
 nginx refuses to start (its error log says why); once it starts, /api/ answers
 502 and the log names the upstream it cannot reach. Both fixes are config edits,
-tested with `sudo nginx -t` and applied with systemctl (CLI). The change record
-is a GUI form (ticket, the upstream port and the snippet now in use) whose
-answer lands in a root-only file, so only the GUI can file it.
+tested with `sudo nginx -t` and applied with systemctl (CLI): the site's config
+belongs to the workspace account (the shell's), and the sudo rules are granted to
+that account only. The change record is a GUI form (ticket, the upstream port and
+the snippet now in use) whose answer setup captures into a root-only file, so
+only the GUI can file it. nginx's master runs as root and opens the log files the
+shell's config names, so the service runs with the private folder made
+inaccessible (a systemd drop-in): an access_log pointed at the answer file cannot
+write it. The snippet names, ports and ticket are drawn per seed.
 """
 
 from __future__ import annotations
@@ -12,19 +17,24 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from weavegym.envs.setup_context import PRIVATE_DIR, SetupContext
-from weavegym.envs.task import ActionLike, Channels, OracleContext, Prepared, Task
+from weavegym.envs.setup_context import PRIVATE_DIR, SHARED_GROUP, WORKSPACE_USER, SetupContext
+from weavegym.envs.task import ActionLike, Channels, Deliverable, OracleContext, Prepared, Task
 from weavegym.evaluators import Clause, Probe, Verdict
 
 ETC = "/etc/nginx"
 SITE = f"{ETC}/sites-available/shop"
-SITE_PORT = 8080
 DIALOG_TITLE = "Change record"
 ANSWER = f"{PRIVATE_DIR}/change.out"
-SNIPPETS = (("shop-headers.conf", "shop_headers.conf"), ("shop.headers", "shop-headers.conf"),
-            ("headers-shop.conf", "shop-headers.conf"))
-SUDOERS = ("user ALL=(root) NOPASSWD: /usr/sbin/nginx -t, /usr/bin/systemctl reload nginx, "
+SNIPPET_OWNERS = ("shop", "store", "storefront", "webshop", "catalog", "checkout")
+SNIPPET_KINDS = ("headers", "build-headers", "security-headers", "response-headers", "extra-headers")
+SUDOERS = (f"{WORKSPACE_USER} ALL=(root) NOPASSWD: /usr/sbin/nginx -t, /usr/bin/systemctl reload nginx, "
            "/usr/bin/systemctl restart nginx, /usr/bin/systemctl status nginx, /usr/bin/systemctl start nginx\n")
+# nginx's master (root) opens the access and error logs that the shell's site config names; without this,
+# `access_log <answer file> <format of $arg_x>` would let a curl request write the change record.
+NGINX_DROPIN = """[Service]
+InaccessiblePaths=-/var/lib/weavegym
+ProtectHome=read-only
+"""
 API_UNIT = """[Unit]
 Description=Shop API backend
 After=network.target
@@ -67,25 +77,51 @@ for path in ("/", "/api/health"):
 PY"""
 
 
+def _snippet_names(rng) -> tuple[str, str]:
+    """(the name the broken config includes, the snippet that exists): a plausible slip of the real name."""
+    owner = SNIPPET_OWNERS[int(rng.integers(len(SNIPPET_OWNERS)))]
+    kind = SNIPPET_KINDS[int(rng.integers(len(SNIPPET_KINDS)))]
+    sep = "-_"[int(rng.integers(2))]
+    real = f"{owner}{sep}{kind}.conf"
+    slips = (f"{owner}{'_-'['-_'.index(sep)]}{kind}.conf",  # the other separator
+             f"{owner}.{kind}",  # no .conf
+             f"{kind}{sep}{owner}.conf",  # the words swapped
+             f"{owner}{sep}{kind.replace('headers', 'header')}.conf",  # singular
+             f"{owner}s{sep}{kind}.conf",  # plural owner
+             f"{owner}{sep}{kind}.cnf")
+    return slips[int(rng.integers(len(slips)))], real
+
+
 def setup(ctx: SetupContext) -> Prepared:
-    wrong_snippet, snippet = SNIPPETS[ctx.seed % 3]
+    wrong_snippet, snippet = _snippet_names(ctx.rng)
+    site_port = (8080, 8081, 8088, 8090, 8180, 8280, 8880)[int(ctx.rng.integers(7))]
     api_port = 9000 + int(ctx.rng.integers(0, 500))
     wrong_port = api_port + int(ctx.rng.choice([-11, -1, 1, 10, 100]))
     build = f"shop-{int(ctx.rng.integers(1000, 10000))}"
     ticket = f"OPS-{int(ctx.rng.integers(100, 1000))}"
+    # Everything but the site config is root's and read-only to both accounts (write_file's default 0o664
+    # would give the shared group write access).
     ctx.write_file("/srv/shop/public/index.html", f"<!doctype html>\n<title>Shop</title>\n<h1>Shop</h1>\n"
-                   f"<p>storefront {build}</p>\n", owner="root")
+                   f"<p>storefront {build}</p>\n", owner="root", mode=0o644)
     ctx.write_file("/etc/shop-api/api.ini", f"[server]\nhost = 127.0.0.1\nport = {api_port}\nbuild = {build}\n",
-                   owner="root")
-    ctx.write_file("/opt/shop-api/server.py", ctx.fixture(__package__, "fixtures/shop_api.py"), owner="root")
-    ctx.write_file("/etc/systemd/system/shop-api.service", API_UNIT, owner="root")
-    ctx.write_file(f"{ETC}/snippets/{snippet}", f'add_header X-Shop-Build "{build}";\n', owner="root")
-    ctx.write_file(SITE, SITE_CONF.format(site_port=SITE_PORT, snippet=wrong_snippet, upstream=wrong_port),
-                   owner="root")
+                   owner="root", mode=0o644)
+    ctx.write_file("/opt/shop-api/server.py", ctx.fixture(__package__, "fixtures/shop_api.py"), owner="root",
+                   mode=0o644)
+    ctx.write_file("/etc/systemd/system/shop-api.service", API_UNIT, owner="root", mode=0o644)
+    ctx.write_file("/etc/systemd/system/nginx.service.d/weavegym-private.conf", NGINX_DROPIN, owner="root",
+                   mode=0o644)
+    ctx.write_file(f"{ETC}/snippets/{snippet}", f'add_header X-Shop-Build "{build}";\n', owner="root", mode=0o644)
+    # The site config is the shell's to repair: the workspace account's, in a folder it owns (sed -i renames).
+    ctx.write_file(SITE, SITE_CONF.format(site_port=site_port, snippet=wrong_snippet, upstream=wrong_port),
+                   owner=WORKSPACE_USER, mode=0o644)
     ctx.write_file("/etc/sudoers.d/shop-ops", SUDOERS, owner="root", mode=0o440)
+    ctx.make_private_dir()
     ctx.run(["bash", "-c", f"""set -e
+chown root:root /etc/sudoers.d/shop-ops
+visudo -cf /etc/sudoers.d/shop-ops
 ln -sf {SITE} {ETC}/sites-enabled/shop
-chown user:user {ETC}/sites-available {SITE}
+chown {WORKSPACE_USER}:{SHARED_GROUP} {ETC}/sites-available
+chmod 755 {ETC}/sites-available
 systemctl daemon-reload
 systemctl enable --now shop-api.service
 install -d -m 755 /var/log/nginx && touch /var/log/nginx/error.log && chmod 644 /var/log/nginx/error.log
@@ -93,14 +129,13 @@ systemctl restart nginx || true
 """], timeout=180)
     ctx.run(["bash", "-c", f"for i in $(seq 150); do ss -ltn | grep -q ':{api_port} ' && exit 0; sleep 0.2; done; "
              "exit 1"])
-    ctx.make_private_dir()
     ctx.launch_gui(f"{{as_user}} zenity --forms --title='{DIALOG_TITLE}' --text='Record the change to the shop site' "
                    "--add-entry='Ticket' --add-entry='API upstream port now used' "
                    f"--add-entry='Header snippet now included (file name)' > {ANSWER}", name="change")
     window = ctx.wait_window(f"^{DIALOG_TITLE}$")
-    return Prepared(params={"port": SITE_PORT, "ticket": ticket},
-                    truth={"snippet": snippet, "api_port": api_port, "build": build, "ticket": ticket,
-                           "window": [window.x, window.y, window.width, window.height]})
+    return Prepared(params={"port": site_port, "ticket": ticket},
+                    truth={"port": site_port, "snippet": snippet, "api_port": api_port, "build": build,
+                           "ticket": ticket, "window": [window.x, window.y, window.width, window.height]})
 
 
 def check_active(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
@@ -109,18 +144,18 @@ def check_active(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
 
 
 def check_home(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
-    reply = probe.http_get(f"http://127.0.0.1:{SITE_PORT}/")
+    reply = probe.http_get(f"http://127.0.0.1:{truth['port']}/")
     if reply is None:
-        return Verdict.failed(f"nothing answers on port {SITE_PORT}")
+        return Verdict.failed(f"nothing answers on port {truth['port']}")
     status, body = reply
     return Verdict.check(status == 200 and truth["build"] in body,
                          f"GET / -> {status}, storefront build {truth['build']} in page: {truth['build'] in body}")
 
 
 def check_api(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
-    reply = probe.http_get(f"http://127.0.0.1:{SITE_PORT}/api/health")
+    reply = probe.http_get(f"http://127.0.0.1:{truth['port']}/api/health")
     if reply is None:
-        return Verdict.failed(f"nothing answers on port {SITE_PORT}")
+        return Verdict.failed(f"nothing answers on port {truth['port']}")
     status, body = reply
     return Verdict.check(status == 200 and body.strip() == "ok", f"GET /api/health -> {status} {body.strip()[:40]!r}")
 
@@ -129,6 +164,8 @@ def check_record(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
     answer = (probe.read_text(ANSWER) or "").rstrip("\n")
     if not answer:
         return Verdict.failed("the change record dialog was not confirmed")
+    if "\n" in answer:
+        return Verdict.failed(f"the answer file holds {answer.count(chr(10)) + 1} lines; the dialog writes one")
     fields = [f.strip() for f in answer.split("|")] + ["", "", ""]
     expected = [truth["ticket"], str(truth["api_port"]), truth["snippet"]]
     right = [got == want or (i == 2 and got.rsplit("/", 1)[-1] == want)
@@ -137,7 +174,7 @@ def check_record(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
 
 
 def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
-    check = HTTP_CHECK.format(port=SITE_PORT)
+    check = HTTP_CHECK.format(port=ctx.truth["port"])
     yield {"kind": "shell", "command": "sudo nginx -t; tail -n 5 /var/log/nginx/error.log; ls /etc/nginx/snippets"}
     yield {"kind": "shell", "command": f"sed -i 's|snippets/[^;]*;|snippets/{ctx.truth['snippet']};|' {SITE} && "
                                        f"sudo nginx -t && sudo systemctl restart nginx; {check}; "
@@ -180,6 +217,10 @@ TASK = Task(
         Clause("api", "GET /api/health through nginx answers ok", check_api),
         Clause("change_record", "the change record names the ticket, the new upstream port and the snippet",
                check_record, weight=2.0, critical=True, cap=0.5),
+    ),
+    deliverables=(
+        Deliverable(ANSWER, "gui", owner="root", description="the change record dialog's answer (captured by setup)"),
+        Deliverable(SITE, "cli", description="the repaired site config"),
     ),
     oracle=oracle,
     profile="full",
