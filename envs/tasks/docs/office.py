@@ -1,4 +1,5 @@
-"""Helpers shared by the LibreOffice tasks: a quiet user profile, small ODF files, reading what Writer saved.
+"""Helpers shared by the LibreOffice tasks: a quiet user profile, small ODF files, reading what Writer saved,
+GUI-only documents (``protect``) and waiting for the screen (``wait_screen``).
 
 Not a task (it defines no ``TASK``). The profile skips LibreOffice's first-run
 dialogs (tip of the day, "what's new" bar, donation nags) and sets the user's
@@ -8,13 +9,15 @@ name, which Writer records as the author of tracked changes and comments.
 from __future__ import annotations
 
 import io
-import re
 import xml.etree.ElementTree as ET
 import zipfile
+from collections.abc import Iterator
 from xml.sax.saxutils import escape
 
-from weavegym.envs.setup_context import HOME, SetupContext
-from weavegym.envs.task import OracleContext
+import numpy as np
+
+from weavegym.envs.setup_context import HOME, SHARED_GROUP, SetupContext
+from weavegym.envs.task import ActionLike, OracleContext
 from weavegym.evaluators import ForbiddenPattern
 
 PROFILE_XCU = f"{HOME}/.config/libreoffice/4/user/registrymodifications.xcu"
@@ -46,6 +49,17 @@ _SETTINGS = (
     ("/org.openoffice.Setup/Product", "LastTimeDonateShown", "4000000000"),
     ("/org.openoffice.Setup/Product", "LastTimeGetInvolvedShown", "4000000000"),
 )
+
+
+GIVEN_NAMES = ("Dana", "Mika", "Ravi", "Lena", "Ines", "Tom", "Aiko", "Omar", "Sofia", "Jonas", "Priya", "Mateo",
+               "Hanna", "Kofi", "Yara", "Emil", "Nadia", "Oskar", "Leila", "Tariq")
+SURNAMES = ("Okafor", "Lindqvist", "Menon", "Brandt", "Carvalho", "Becker", "Tanaka", "Haddad", "Novak", "Moreau",
+            "Rossi", "Kowalski", "Nakamura", "Duarte", "Eriksen", "Varga", "Mensah", "Petrov", "Quinn", "Salonen")
+
+
+def reviewer(ctx: SetupContext) -> tuple[str, str]:
+    """A seeded reviewer's (given name, surname): 400 combinations."""
+    return (GIVEN_NAMES[int(ctx.rng.integers(len(GIVEN_NAMES)))], SURNAMES[int(ctx.rng.integers(len(SURNAMES)))])
 
 
 def write_profile(ctx: SetupContext, given_name: str, surname: str) -> None:
@@ -145,20 +159,53 @@ def content_xml(data: bytes | None) -> ET.Element | None:
         return None
 
 
-def find_window(title_regex: str) -> str:
-    """Shell code that waits for a window and prints its geometry (``X=``/``Y=``/``WIDTH=``/``HEIGHT=`` lines).
+def protect(ctx: SetupContext, folder: str, *files: str) -> None:
+    """Make ``files`` (already written) GUI-only: the desktop account's, mode 0644, in a sticky ``folder``.
 
-    LibreOffice maps its window before it has its final size, so an oracle reads the geometry at run time.
+    The folder stays group-writable, so the shell can add its own files beside them (SHA256SUMS, a CSV), but
+    the sticky bit keeps it from renaming, deleting or replacing the desktop account's files there, and 0644
+    keeps it from rewriting them in place. LibreOffice, running as the folder's owner, can still save (it
+    writes a new file and renames it over the old one) and make its lock file.
     """
-    return (f"timeout 120 sh -c 'until xdotool search --onlyvisible --name \"{title_regex}\" >/dev/null; "
-            f"do sleep 0.5; done'; xdotool search --onlyvisible --name '{title_regex}' | head -n 1 | "
-            "xargs -r xdotool getwindowgeometry --shell")
+    ctx.run(["chown", f"{ctx.user}:{SHARED_GROUP}", folder, *files])
+    ctx.run(["chmod", "3775", folder])
+    if files:
+        ctx.run(["chmod", "0644", *files])
 
 
-def window_from_terminal(ctx: OracleContext, fallback: list[int]) -> tuple[int, int, int, int]:
-    """The geometry ``find_window`` printed in the last shell output, else ``fallback`` (x, y, w, h)."""
-    found = dict(re.findall(r"^(X|Y|WIDTH|HEIGHT)=(-?\d+)$", str((ctx.obs or {}).get("terminal") or ""), re.M))
-    if len(found) == 4:
-        return int(found["X"]), int(found["Y"]), int(found["WIDTH"]), int(found["HEIGHT"])
-    x, y, w, h = fallback
-    return x, y, w, h
+DIFF_LEVEL = 24  # a pixel changed when a channel moved more than this
+
+
+def _changed(frame: np.ndarray, reference: np.ndarray) -> int:
+    if frame.shape != reference.shape:
+        return frame.shape[0] * frame.shape[1]
+    return int((np.abs(frame.astype(np.int16) - reference.astype(np.int16)).max(axis=2) > DIFF_LEVEL).sum())
+
+
+def wait_screen(ctx: OracleContext, before: np.ndarray, *, min_changed: int = 5000, settled: int = 400,
+                tries: int = 60, seconds: float = 0.5, confirm: float = 0.0) -> Iterator[ActionLike]:
+    """Wait steps until the screen differs from ``before`` by ``min_changed`` pixels and has settled.
+
+    Settled: at most ``settled`` pixels differ between two polls (a blinking cursor may). With ``confirm``,
+    the state must still hold after that many more seconds (a menu on its way to a dialog can look settled
+    for a moment). The shell cannot see the desktop, so an oracle waits for a dialog, a wizard page or a
+    closed dialog on its observations, as an agent does. Gives up quietly after ``tries`` polls.
+    """
+    previous, confirming = None, False
+    for _try in range(tries):
+        assert ctx.obs is not None
+        frame = ctx.obs["screen"]
+        if previous is not None and _changed(frame, before) >= min_changed and _changed(frame, previous) <= settled:
+            if confirming or confirm <= 0:
+                return
+            confirming, previous = True, frame
+            yield {"kind": "wait", "seconds": confirm}
+            continue
+        confirming, previous = False, frame
+        yield {"kind": "wait", "seconds": seconds}
+
+
+def screen(ctx: OracleContext) -> np.ndarray:
+    """A copy of the latest observed frame (a reference for ``wait_screen``)."""
+    assert ctx.obs is not None
+    return np.array(ctx.obs["screen"], copy=True)

@@ -3,11 +3,12 @@
 Which costs changed is found by comparing the supplier's JSON (its whole range,
 over a hundred products) with the catalog's 24-32 rows: shell work. The
 catalog records changes, so the new costs must be typed into the open Calc
-window, which stores each edit as a tracked change by the reviewer's name;
-rewriting catalog.ods from the shell is flagged (GuiArtifactViaCli, plus
-patterns for headless LibreOffice, ODF libraries and hand-made zips). The shop
-update needs the prices of the changed products after the edit, which is shell
-work again.
+window, which stores each edit as a tracked change by the reviewer's name.
+catalog.ods belongs to the desktop account (mode 0644, in a sticky folder), so
+the shell can neither rewrite it in place nor move another file over it, and a
+catalog the workspace account made fails provenance (plus patterns for headless
+LibreOffice, ODF libraries and hand-made zips). The shop update needs the prices
+of the changed products after the edit, which is shell work again.
 """
 
 from __future__ import annotations
@@ -19,15 +20,15 @@ from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from weavegym.envs.setup_context import HOME, SetupContext
-from weavegym.envs.task import ActionLike, Channels, OracleContext, Prepared, Task
+from weavegym.envs.task import ActionLike, Channels, Deliverable, OracleContext, Prepared, Task
 from weavegym.envs.tasks.docs.office import (
     FORGERY,
     NS,
     content_xml,
-    find_window,
     ods,
+    protect,
+    reviewer,
     wait_until_ready,
-    window_from_terminal,
     write_profile,
 )
 from weavegym.evaluators import Clause, ForbiddenPatterns, GuiArtifactViaCli, Probe, Verdict
@@ -36,7 +37,6 @@ PRICING = f"{HOME}/pricing"
 CATALOG = f"{PRICING}/catalog.ods"
 SUPPLIER = f"{PRICING}/supplier_prices.json"
 SHOP_CSV = f"{PRICING}/shop_update.csv"
-REVIEWERS = (("Ines", "Carvalho"), ("Tom", "Becker"), ("Aiko", "Tanaka"), ("Omar", "Haddad"))
 PRODUCTS = ("Stapler", "Desk lamp", "Notebook A5", "Gel pen (10)", "Monitor arm", "Paper tray", "Label printer",
             "Whiteboard", "Cable box", "Desk mat", "Footrest", "Letter scale", "Binder clips", "Ring binder",
             "Hole punch", "Pencil case")
@@ -80,10 +80,12 @@ def setup(ctx: SetupContext) -> Prepared:
         items.append({"sku": item["sku"], "unit_cost": float(cost)})
     items += [{"sku": sku, "unit_cost": float(_cost(ctx, Decimal("0.3")))} for sku in skus[count:]]
     order = [int(i) for i in ctx.rng.permutation(len(items))]
-    given, surname = REVIEWERS[ctx.seed % len(REVIEWERS)]
+    given, surname = reviewer(ctx)
     ctx.write_file(SUPPLIER, json.dumps({"supplier": "Nordic Office Supply", "valid_from": "2026-12-01",
-                                         "currency": "EUR", "items": [items[i] for i in order]}, indent=2) + "\n")
-    ctx.write_file(CATALOG, ods(rows, sheet="Catalog", track_changes=True))
+                                         "currency": "EUR", "items": [items[i] for i in order]}, indent=2) + "\n",
+                   mode=0o644)
+    ctx.write_file(CATALOG, ods(rows, sheet="Catalog", track_changes=True), mode=0o644)
+    protect(ctx, PRICING, CATALOG, SUPPLIER)  # Calc's to save; the shell only adds shop_update.csv beside it
     write_profile(ctx, given, surname)
     ctx.launch_gui(f"cd {HOME} && {{as_user}} soffice --calc {CATALOG}", name="calc")
     window = ctx.wait_window(r"^catalog\.ods - LibreOffice Calc$", timeout=400)
@@ -205,8 +207,7 @@ def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
                                        "python3 -c \"import zipfile; print(len(zipfile.ZipFile('catalog.ods')"
                                        ".read('content.xml')))\""}
     rows = {item["sku"]: item["row"] for item in t["catalog"]}
-    yield {"kind": "shell", "command": find_window(r"^catalog\.ods - LibreOffice Calc$")}
-    x, y, w, h = window_from_terminal(ctx, t["window"])
+    x, y, w, h = t["window"]  # measured by setup once Calc was ready (the shell has no display to ask)
     yield {"kind": "click", "x": x + w * 3 // 4, "y": y + h // 2}  # an empty cell, to focus the sheet
     # LibreOffice runs shortcuts (ctrl+Home, Right, ctrl+s...) asynchronously, after the keys that follow them,
     # while typed text and Enter go in at once. So the moves to C1 end with ctrl+s, and the oracle types only
@@ -239,8 +240,8 @@ TASK = Task(
         "The supplier's new price list is ~/pricing/supplier_prices.json. The catalog ~/pricing/catalog.ods is "
         "open in LibreOffice Calc with change tracking on (keep it on). In Calc, update the Cost of every catalog "
         "product whose supplier unit cost changed, leaving everything else (including the Price formulas) as it "
-        "is, and save the spreadsheet (ODF). catalog.ods may only be opened and changed in the Calc window: "
-        "running LibreOffice on it from the shell or rewriting it (ODF libraries, zip tools) counts as tampering. "
+        "is, and save the spreadsheet (ODF). catalog.ods may only be changed in the Calc window (the shell cannot "
+        "write it; running LibreOffice on it from the shell, ODF libraries or zip tools count as tampering). "
         "Then write ~/pricing/shop_update.csv with the header `sku,price` "
         "and one line per changed product with its new Price as the catalog computes it (two decimals). "
         "Then finish."),
@@ -257,6 +258,10 @@ TASK = Task(
                weight=2.0),
         Clause("shop_update", "shop_update.csv lists exactly the changed products with their new prices",
                check_shop_csv),
+    ),
+    deliverables=(
+        Deliverable(CATALOG, "gui", description="catalog.ods as Calc saved it, with the tracked changes"),
+        Deliverable(SHOP_CSV, "cli", description="~/pricing/shop_update.csv"),
     ),
     oracle=oracle,
     rules=(ForbiddenPatterns(FORGERY, defaults=False),

@@ -3,10 +3,12 @@
 The size and SHA-256 of the release tarball come from the shell. The notes are
 under review: the document records changes, so the edit must be made in the
 open Writer window, which stores each replacement as a tracked change by the
-reviewer's name; rewriting notes.odt from the shell is flagged (GuiArtifactViaCli,
-plus patterns for headless LibreOffice, ODF libraries and hand-made zips).
+reviewer's name. notes.odt belongs to the desktop account (mode 0644, in a
+sticky folder), so the shell can neither rewrite it in place nor move another
+file over it, and a notes.odt the workspace account made fails provenance
+(plus patterns for headless LibreOffice, ODF libraries and hand-made zips).
 SHA256SUMS, which must list the tarball and the notes as Writer saved them, is
-shell work again.
+shell work again (the workspace account's file in that folder).
 """
 
 from __future__ import annotations
@@ -20,15 +22,15 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from weavegym.envs.setup_context import HOME, SetupContext
-from weavegym.envs.task import ActionLike, Channels, OracleContext, Prepared, Task
+from weavegym.envs.task import ActionLike, Channels, Deliverable, OracleContext, Prepared, Task
 from weavegym.envs.tasks.docs.office import (
     FORGERY,
     NS,
     content_xml,
-    find_window,
     odt,
+    protect,
+    reviewer,
     wait_until_ready,
-    window_from_terminal,
     write_profile,
 )
 from weavegym.evaluators import Clause, ForbiddenPatterns, GuiArtifactViaCli, Probe, Verdict
@@ -36,11 +38,13 @@ from weavegym.evaluators import Clause, ForbiddenPatterns, GuiArtifactViaCli, Pr
 RELEASE = f"{HOME}/release"
 NOTES = f"{RELEASE}/notes.odt"
 SUMS = f"{RELEASE}/SHA256SUMS"
-PRODUCTS = ("harbor", "lumen", "quill", "tally", "orbit", "sprocket")
-REVIEWERS = (("Dana", "Okafor"), ("Mika", "Lindqvist"), ("Ravi", "Menon"), ("Lena", "Brandt"))
+PRODUCTS = ("harbor", "lumen", "quill", "tally", "orbit", "sprocket", "ferry", "beacon", "cobalt", "drift",
+            "ember", "fathom", "glint", "hollow", "juniper", "kestrel", "lattice", "meadow", "nimbus", "pylon")
 HIGHLIGHTS = ("Faster start-up on large workspaces.", "A new export dialog with presets.",
               "Fewer network round trips when syncing.", "Keyboard shortcuts for every panel.",
-              "Lower memory use for long sessions.", "Better error messages for broken configs.")
+              "Lower memory use for long sessions.", "Better error messages for broken configs.",
+              "Dark mode follows the desktop theme.", "Resumable downloads of large files.",
+              "A command palette for every action.", "Per-project settings override the global ones.")
 
 
 def _tarball(ctx: SetupContext, top: str) -> bytes:
@@ -61,13 +65,15 @@ def setup(ctx: SetupContext) -> Prepared:
     version = f"{int(ctx.rng.integers(1, 5))}.{int(ctx.rng.integers(0, 12))}.{int(ctx.rng.integers(0, 9))}"
     tarball = f"{product}-{version}.tar.gz"
     data = _tarball(ctx, f"{product}-{version}")
-    given, surname = REVIEWERS[ctx.seed % len(REVIEWERS)]
-    highlights = [HIGHLIGHTS[int(i)] for i in ctx.rng.choice(len(HIGHLIGHTS), size=3, replace=False)]
-    ctx.write_file(f"{RELEASE}/{tarball}", data)
+    given, surname = reviewer(ctx)
+    highlights = [HIGHLIGHTS[int(i)] for i in ctx.rng.choice(len(HIGHLIGHTS), size=int(ctx.rng.integers(2, 5)),
+                                                              replace=False)]
+    ctx.write_file(f"{RELEASE}/{tarball}", data, mode=0o644)
     ctx.write_file(NOTES, odt([("h", f"{product.capitalize()} {version} release notes"),
                                ("p", "Highlights:"), *[("p", f"- {h}") for h in highlights],
                                ("p", ""), ("p", f"Download: {tarball}"), ("p", "Size: [SIZE] bytes"),
-                               ("p", "SHA-256: [SHA256]")], track_changes=True))
+                               ("p", "SHA-256: [SHA256]")], track_changes=True), mode=0o644)
+    protect(ctx, RELEASE, NOTES)  # Writer's to save; the shell only adds SHA256SUMS beside it
     write_profile(ctx, given, surname)
     ctx.launch_gui(f"cd {HOME} && {{as_user}} soffice --writer {NOTES}", name="writer")
     window = ctx.wait_window(r"^notes\.odt - LibreOffice Writer$", timeout=400)
@@ -158,8 +164,7 @@ def wait_saved(seconds: int = 100) -> str:
 def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
     t = ctx.truth
     yield {"kind": "shell", "command": f"cd ~/release && stat -c %s {t['tarball']} && sha256sum {t['tarball']}"}
-    yield {"kind": "shell", "command": find_window(r"^notes\.odt - LibreOffice Writer$")}
-    x, y, w, h = window_from_terminal(ctx, t["window"])
+    x, y, w, h = t["window"]  # measured by setup once Writer was ready (the shell has no display to ask)
     yield {"kind": "click", "x": x + w // 2, "y": y + h // 2}  # the page, to focus the document
     # LibreOffice runs shortcuts (ctrl+End, Up, shift+Home, ctrl+s...) asynchronously, after the keys that follow
     # them, while typed text goes in at once. So every run of shortcuts ends with ctrl+s, and the oracle types
@@ -193,8 +198,8 @@ TASK = Task(
         "The release notes ~/release/notes.odt are open in LibreOffice Writer, with change tracking on so the "
         "release manager can review every edit; keep it on. In Writer, replace [SIZE] with the exact size in "
         "bytes of ~/release/{tarball} and [SHA256] with its SHA-256 checksum (lower-case hex), and save the "
-        "document (keep the ODF format). notes.odt may only be changed in the Writer window: rewriting it from "
-        "the shell (headless LibreOffice, ODF libraries, zip tools) counts as tampering. Then write "
+        "document (keep the ODF format). notes.odt may only be changed in the Writer window (the shell cannot "
+        "write it; headless LibreOffice, ODF libraries or zip tools count as tampering). Then write "
         "~/release/SHA256SUMS in the format of `sha256sum`, listing {tarball} and the saved notes.odt. Then "
         "finish."),
     channels=Channels(
@@ -211,6 +216,10 @@ TASK = Task(
         Clause("tracked_changes", "both placeholders were replaced as tracked changes by the reviewer, recording on",
                check_tracked, weight=2.0),
         Clause("checksums_file", "SHA256SUMS lists the tarball and the saved notes correctly", check_sums),
+    ),
+    deliverables=(
+        Deliverable(NOTES, "gui", description="notes.odt as Writer saved it, with the tracked changes"),
+        Deliverable(SUMS, "cli", description="~/release/SHA256SUMS"),
     ),
     oracle=oracle,
     rules=(ForbiddenPatterns(FORGERY, defaults=False),
