@@ -97,16 +97,18 @@ test-full: image image-full
 
 # Every task, VALIDATE_REPEAT times in a row (the flake rate), and the TASKS.md table from those runs.
 # validate-base needs only the base image (about 5 minutes per task and repeat under TCG here).
+# VALIDATE_WORKERS tasks run at once, one VM each: 2 suits a 2-core host.
 VALIDATE_REPEAT ?= 3
+VALIDATE_WORKERS ?= 2
 validate-base: image
 	WEAVEGYM_CACHE_DIR=$(CACHE_DIR) $(VENV)/bin/weavegym validate 'Weave-*' --profile base --repeat $(VALIDATE_REPEAT) \
-		--json runs/validate-base.json
+		--workers $(VALIDATE_WORKERS) --json runs/validate-base.json
 	$(VENV)/bin/weavegym tasks --tasks-md TASKS.md --from-json runs/validate-base.json \
 		--measured-with "\`weavegym validate 'Weave-*' --profile base --repeat $(VALIDATE_REPEAT)\`"
 
 validate-full: image image-full
 	WEAVEGYM_CACHE_DIR=$(CACHE_DIR) $(VENV)/bin/weavegym validate 'Weave-*' --repeat $(VALIDATE_REPEAT) \
-		--json runs/validate-full.json --tasks-md TASKS.md
+		--workers $(VALIDATE_WORKERS) --json runs/validate-full.json --tasks-md TASKS.md
 
 # The oracle and the random agent on one task, headless; results tables, HTML reports, VNC addresses.
 DEMO_TASK ?= Weave-DevOps-1

@@ -152,3 +152,17 @@ def _oracle_deliverables(task: Task, env: WeaveEnv) -> dict[str, tuple[str, byte
 
     assert env.prepared is not None and env.backend is not None and env.backend.client is not None
     return adversaries.capture_deliverables(task, env.prepared.truth, Probe(env.backend.client).read_bytes)
+
+
+def validate_by_id(task_id: str, seed: int, repeat: int) -> dict[str, Any]:
+    """One task's validation as a JSON-ready dict (the unit of work of ``validate --workers N``).
+
+    Takes the id, not the Task, so that it can run in a freshly spawned process (no inherited gRPC or
+    libvirt state) that looks the task up itself.
+    """
+    from dataclasses import asdict
+
+    from weavegym.envs.tasks import get_task
+
+    report = validate_task(get_task(task_id), seed=seed)
+    return asdict(report) | {"violations": report.violations(), "repeat": repeat}

@@ -121,10 +121,14 @@ CI_TASKS = ("Weave-DevOps-1", "Weave-Design-1")
 
 @pytest.mark.timeout(600 * len(CI_TASKS) + 60)
 def test_validate_cli_runs_the_adversaries_on_two_base_tasks(tmp_path) -> None:
-    """Oracle 1.0, noop 0, and every adversary below the threshold, for the reason the design gives."""
+    """Oracle 1.0, noop 0, and every adversary below the threshold, for the reason the design gives.
+
+    Two workers, one VM each, as `make validate-full` runs the suite; the report keeps the suite's order.
+    """
     out = tmp_path / "validate.json"
     result = subprocess.run([sys.executable, "-m", "weavegym.cli", "validate", ",".join(CI_TASKS),
-                             "--json", str(out)], capture_output=True, text=True, timeout=600 * len(CI_TASKS))
+                             "--json", str(out), "--workers", "2"], capture_output=True, text=True,
+                            timeout=600 * len(CI_TASKS))
     assert result.returncode == 0, result.stdout + result.stderr
     reports = {r["task_id"]: r for r in json.loads(out.read_text())}
     assert list(reports) == list(CI_TASKS)

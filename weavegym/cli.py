@@ -9,7 +9,7 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from weavegym.envs.paths import default_cache_dir
 
@@ -156,36 +156,29 @@ def validate(
     repeat: int = typer.Option(1, min=1, help="Validate every task this many times; reports the flake rate."),
     json_out: Path | None = typer.Option(None, "--json", help="Also write the full results (with evaluations)."),
     tasks_md: Path | None = typer.Option(None, "--tasks-md", help="Also write the TASKS.md table of these tasks."),
+    workers: int = typer.Option(1, min=1, help="Tasks validated at once, one VM and one process each (a 2-core "
+                                "host gains from 2, not more)."),
 ) -> None:
     """Per task: the oracle must score 1.0, doing nothing 0, and the cli-only, gui-only and forger adversaries
     must each stay below the pass threshold."""
-    from dataclasses import asdict
-
     from weavegym.envs.suite_report import flake_rate, task_stats, tasks_markdown
     from weavegym.envs.tasks import match_tasks
-    from weavegym.envs.validation import RUNS, validate_task
+    from weavegym.envs.validation import RUNS
 
     selected = [t for t in match_tasks(pattern) if profile is None or t.profile == profile]
     if not selected:
         err.print(f"[red]no task matches {pattern!r}" + (f" with profile {profile!r}" if profile else "") + "[/red]")
         raise typer.Exit(2)
-    reports: list[dict[str, object]] = []
     if json_out is not None:
         json_out.parent.mkdir(parents=True, exist_ok=True)
     columns = (TextColumn("{task.description:<40}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=err) as bar:
         overall = bar.add_task("runs", total=repeat * len(selected) * len(RUNS))
-        for k in range(repeat):
-            for task in selected:
-                bar.update(overall, description=f"{task.id} (boot, setup) #{k + 1}")
-
-                def advance(run: str, result: object, task_id: str = task.id) -> None:
-                    bar.update(overall, advance=1, description=f"{task_id} {run} done")
-
-                report = validate_task(task, seed=seed, on_run=advance)
-                reports.append(asdict(report) | {"violations": report.violations(), "repeat": k})
-                if json_out is not None:  # written as it goes: a long suite run keeps what it measured
-                    json_out.write_text(json.dumps(reports, indent=2))
+        jobs = [(k, task.id) for k in range(repeat) for task in selected]
+        if workers == 1:
+            reports = _validate_serially(jobs, seed, bar, overall, json_out)
+        else:
+            reports = _validate_in_parallel(jobs, seed, workers, bar, overall, json_out)
     _print_validation(reports, title=f"weavegym validate {pattern} (seed {seed})")
     stats = task_stats(reports)
     failed, total = flake_rate(stats)
@@ -199,6 +192,62 @@ def validate(
     if failed:
         err.print(f"[red]{failed} of {total} task run(s) violate the suite's rules[/red]")
         raise typer.Exit(1)
+
+
+def _validate_serially(jobs: list[tuple[int, str]], seed: int, bar: Progress, overall: TaskID,
+                       json_out: Path | None) -> list[dict[str, object]]:
+    """One task after the other in this process; the bar advances with every run."""
+    from dataclasses import asdict
+
+    from weavegym.envs.tasks import get_task
+    from weavegym.envs.validation import validate_task
+
+    reports: list[dict[str, object]] = []
+    for k, task_id in jobs:
+        bar.update(overall, description=f"{task_id} (boot, setup) #{k + 1}")
+
+        def advance(run: str, result: object, task_id: str = task_id) -> None:
+            bar.update(overall, advance=1, description=f"{task_id} {run} done")
+
+        report = validate_task(get_task(task_id), seed=seed, on_run=advance)
+        reports.append(asdict(report) | {"violations": report.violations(), "repeat": k})
+        if json_out is not None:  # written as it goes: a long suite run keeps what it measured
+            json_out.write_text(json.dumps(reports, indent=2))
+    return reports
+
+
+def _validate_in_parallel(jobs: list[tuple[int, str]], seed: int, workers: int, bar: Progress, overall: TaskID,
+                          json_out: Path | None) -> list[dict[str, object]]:
+    """Tasks over ``workers`` spawned processes (one VM each); the bar advances as tasks finish.
+
+    The report keeps the serial order (repeat, then suite order) whatever order the tasks finish in, so
+    the JSON and TASKS.md do not depend on the number of workers.
+    """
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    from weavegym.envs.tasks import get_task
+    from weavegym.envs.validation import RUNS, validate_by_id
+
+    done: dict[int, dict[str, object]] = {}
+    spawn = mp.get_context("spawn")  # a fresh interpreter per worker: no inherited gRPC or libvirt state
+    with ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=spawn) as pool:
+        futures = {pool.submit(validate_by_id, task_id, seed, k): i for i, (k, task_id) in enumerate(jobs)}
+        bar.update(overall, description=f"{len(jobs)} task runs on {min(workers, len(jobs))} workers")
+        for future in as_completed(futures):
+            i = futures[future]
+            k, task_id = jobs[i]
+            try:
+                done[i] = future.result()
+            except Exception as exc:  # the worker process itself died (OOM kill, segfault): that task's error
+                done[i] = {"task_id": task_id, "pass_threshold": get_task(task_id).pass_threshold, "results": {},
+                           "repeat": k,
+                           "error": f"worker failed: {type(exc).__name__}: {exc}",
+                           "violations": [f"error: worker failed: {type(exc).__name__}: {exc}"]}
+            bar.update(overall, advance=len(RUNS), description=f"{task_id} #{k + 1} done")
+            if json_out is not None:
+                json_out.write_text(json.dumps([done[j] for j in sorted(done)], indent=2))
+    return [done[i] for i in sorted(done)]
 
 
 def _print_validation(reports: list[dict[str, object]], title: str) -> None:
