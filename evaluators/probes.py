@@ -10,6 +10,7 @@ failures raise (``weavegym.envs.errors.AgentError`` and subclasses).
 
 from __future__ import annotations
 
+from weavegym.evaluators.probes_accounts import AccountProbe, TerminalProcess
 from weavegym.evaluators.probes_files import DEFAULT_MAX_BYTES, FileProbe
 from weavegym.evaluators.probes_media import MediaProbe
 from weavegym.evaluators.probes_structured import MISSING, ROOT_SECTION, StructuredProbe, resolve_pointer
@@ -23,9 +24,10 @@ __all__ = [
     "ListeningSocket",
     "Probe",
     "ProcessInfo",
+    "TerminalProcess",
     "resolve_pointer",
 ]
 
 
-class Probe(StructuredProbe, SystemProbe, MediaProbe):
+class Probe(StructuredProbe, SystemProbe, MediaProbe, AccountProbe):
     """``Probe(client, timeout=30.0)``: files, structured files, system state and media in one object."""

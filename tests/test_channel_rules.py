@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from weavegym.evaluators.channel_rules import _SCAN_PACCT, parse_scan
+from weavegym.evaluators.probes_accounts import SCAN_PACCT, parse_scan
 
 RECORD = struct.Struct("<BBHIIIIIIf8H16s")  # linux/acct.h: struct acct_v3
 NOW = 1_800_000_000
@@ -32,16 +32,16 @@ def test_scan_keeps_only_the_desktop_accounts_terminal_programs_of_the_episode(t
         _record(1000, 34816, 46, NOW + 5, b"x" * 16),   # a 16-byte name leaves no NUL
         _record(1000, 34816, 47, NOW, b"v2", version=2),  # not a v3 record
     )))
-    out = subprocess.run([sys.executable, "-c", _SCAN_PACCT, "1000", str(NOW - 2), str(pacct)],
+    out = subprocess.run([sys.executable, "-c", SCAN_PACCT, "1000", str(NOW - 2), str(pacct)],
                          capture_output=True, text=True, check=True)
     found = parse_scan(out.stdout)
-    assert [(p["pid"], p["comm"]) for p in found] == [(42, "cp"), (46, "x" * 16)]
-    assert found[0]["tty"] == 34816 and found[0]["started"] == NOW
+    assert [(p.pid, p.comm) for p in found] == [(42, "cp"), (46, "x" * 16)]
+    assert found[0].tty == "34816" and found[0].started == NOW
 
 
 def test_scan_of_an_empty_log_finds_nothing(tmp_path: Path) -> None:
     pacct = tmp_path / "pacct"
     pacct.write_bytes(b"")
-    out = subprocess.run([sys.executable, "-c", _SCAN_PACCT, "1000", "0", str(pacct)],
+    out = subprocess.run([sys.executable, "-c", SCAN_PACCT, "1000", "0", str(pacct)],
                          capture_output=True, text=True, check=True)
     assert parse_scan(out.stdout) == []
