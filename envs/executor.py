@@ -63,7 +63,8 @@ class ActionExecutor:
         elif kind == "mouse_up":
             c.mouse_up(action.x, action.y, button=action.button, timeout=INPUT_TIMEOUT_S)
         elif kind == "wait":
-            # The agent asked for time to pass (an app is loading); this is not a readiness wait.
-            time.sleep(min(action.seconds, budget_s))
+            # The agent asked for time to pass (an app is loading); this is not a readiness wait. Past the
+            # budget there is no time left to give: the step returns at once and the env truncates.
+            time.sleep(max(0.0, min(action.seconds, budget_s)))
         # done / fail: nothing to do in the guest; the env ends the episode.
         return ActionOutcome()

@@ -79,6 +79,7 @@ class WeaveEnv(gym.Env[dict[str, Any], dict[str, Any]]):
         self._terminal, self._exit_code = "", 0
         self._steps, self._episode_start, self._ended = 0, 0.0, True
         self._vnc_announced = False
+        self._vnc_given_to: Backend | None = None
         self._closed = False
 
     # -- Gymnasium API ---------------------------------------------------------------------------
@@ -107,6 +108,7 @@ class WeaveEnv(gym.Env[dict[str, Any], dict[str, Any]]):
         self._episode_start = time.monotonic()
         info = self._base_info()
         info.update(task_seed=self.task_seed, snapshot="created" if created else "cached", timings=timings)
+        info.update(self._vnc_info())
         self._announce_vnc()
         return self._observation(), info
 
@@ -293,11 +295,16 @@ class WeaveEnv(gym.Env[dict[str, Any], dict[str, Any]]):
     def _base_info(self) -> dict[str, Any]:
         info: dict[str, Any] = {"task_id": self.task.id, "domain": self.task.domain, "instruction": self.instruction,
                                 "action_error": None}
-        vnc = getattr(self.backend, "vnc", None)
-        if vnc is not None:
-            info["vnc"] = f"vnc://{vnc.host}:{vnc.port}"
-            info["vnc_password"] = vnc.password
         return info
+
+    def _vnc_info(self) -> dict[str, str]:
+        """The VM's VNC address and password, once per VM (its first reset): step infos end up in logs and
+        reports, and the password would go with them. ``env.unwrapped.backend.vnc`` has it any time."""
+        vnc = getattr(self.backend, "vnc", None)
+        if vnc is None or self._vnc_given_to is self.backend:
+            return {}
+        self._vnc_given_to = self.backend
+        return {"vnc": f"vnc://{vnc.host}:{vnc.port}", "vnc_password": vnc.password}
 
     def _announce_vnc(self, force: bool = False) -> None:
         """``render_mode="human"`` on a headless host: say where to watch, once per env (or on render())."""

@@ -20,10 +20,13 @@ pytestmark = pytest.mark.timeout(900)
 TASK_ID = "Weave-Productivity-1"
 
 
+FIRST_INFO: dict = {}
+
+
 @pytest.fixture(scope="module")
 def env():
     env = WeaveEnv(TASK_ID)
-    env.reset(seed=0)
+    FIRST_INFO.update(env.reset(seed=0)[1])
     yield env
     env.close()
 
@@ -47,7 +50,11 @@ def test_reset_observation_and_info(env: WeaveEnv) -> None:
     assert obs["terminal"] == "" and int(obs["exit_code"]) == 0
     assert "Expense approval" in obs["instruction"] and info["instruction"] == obs["instruction"]
     assert info["task_id"] == TASK_ID and info["domain"] == "Productivity"
-    assert info["vnc"].startswith("vnc://127.0.0.1:") and info["vnc_password"]
+    # Where to watch, with the password, comes once per VM (its first reset), not in every info that ends
+    # up in logs and reports.
+    assert FIRST_INFO["vnc"].startswith("vnc://127.0.0.1:") and FIRST_INFO["vnc_password"]
+    assert FIRST_INFO["vnc_password"] == env.backend.vnc.password
+    assert "vnc_password" not in info and "vnc" not in info
     assert info["snapshot"] == "cached"  # the fixture's reset created it
     # The setup's dialog is on screen: the frame is not a blank desktop.
     assert len(np.unique(obs["screen"].reshape(-1, 3), axis=0)) > 20
@@ -193,6 +200,20 @@ def test_done_terminates_and_step_after_end_raises(env: WeaveEnv) -> None:
     _fresh(env)
     _obs, reward, terminated, truncated, info = env.step({"kind": "fail", "reason": "cannot"})
     assert terminated and info["end_reason"] == "fail" and reward == 0.0
+
+
+def test_wait_past_the_time_budget_truncates_instead_of_raising(env: WeaveEnv) -> None:
+    old = env.time_budget_s
+    try:
+        _fresh(env)
+        env.time_budget_s = 0.5
+        time.sleep(1.0)  # the budget is spent before the step (what a slow agent does)
+        _obs, reward, terminated, truncated, info = env.step({"kind": "wait", "seconds": 5})
+        assert truncated and not terminated and info["end_reason"] == "time_budget"
+        assert info["action_error"] is None and "vnc_password" not in info
+        assert info["evaluation"]["score"] == reward == 0.0
+    finally:
+        env.time_budget_s = old
 
 
 def test_max_steps_truncates_and_scores(env: WeaveEnv) -> None:
