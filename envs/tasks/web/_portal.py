@@ -1,9 +1,19 @@
 """Shared pieces of the Weave-Web tasks: the local portal server, a quiet Firefox profile, the records.
 
 The portal server (fixtures/portal_server.py) runs as root, so the submissions it
-records land in a root-only file, each with the executable of the client process
-that sent it: a report posted with curl or python is told apart from one filed
-in Firefox.
+records land in a root-only file, each with the account that owns the client's
+socket and the request's Origin. Firefox runs as the desktop account and the
+shell as the workspace account, so a report posted with curl or python from the
+shell is told apart from one filed in the browser, whatever the client program is
+called (a desktop terminal running curl is caught by the channel rules instead).
+
+The site dir (the pages and data the shell fixes) belongs to the workspace
+account; the pages' scripts are root's, served from /static/, and the server's
+Content-Security-Policy runs no other script. So nothing the shell writes can make
+the browser fill in or send a form by itself: the browser's submission is always
+the portal's own script acting on a trusted submit, with values typed into the
+page (the scripts clear the fields on load and count only typed input). Only the
+desktop account can write Firefox's profile.
 """
 
 from __future__ import annotations
@@ -12,10 +22,11 @@ import json
 from typing import Any
 
 from weavegym.envs.guest_client import WindowInfo
-from weavegym.envs.setup_context import HOME, PRIVATE_DIR, SetupContext
+from weavegym.envs.setup_context import DESKTOP_USER, HOME, PRIVATE_DIR, SetupContext
 from weavegym.evaluators import Probe
 
 SERVER = "/usr/local/lib/portal/portal_server.py"
+STATIC = "/usr/local/lib/portal/static"
 RECORDS = f"{PRIVATE_DIR}/portal-records.jsonl"
 PROFILE = f"{HOME}/.portal-firefox"
 
@@ -54,9 +65,14 @@ else:
 PY"""
 
 
+def write_static(ctx: SetupContext, name: str, text: str) -> None:
+    """A script of the portal's own (root's, read-only to both accounts), served at /static/``name``."""
+    ctx.write_file(f"{STATIC}/{name}", text, owner="root", mode=0o644)
+
+
 def start_server(ctx: SetupContext, port: int, log: str, args: str) -> None:
-    """Start one portal server as root (``args``: --site/--records/--form/--cors) and wait for its port."""
-    ctx.write_file(SERVER, ctx.fixture(__package__, "fixtures/portal_server.py"), owner="root")
+    """Start one portal server as root (``args``: --site/--static/--connect/--records/--form/--cors); waits for it."""
+    ctx.write_file(SERVER, ctx.fixture(__package__, "fixtures/portal_server.py"), owner="root", mode=0o644)
     ctx.make_private_dir()
     ctx.run(["bash", "-c", f"install -m 644 /dev/null {log} && "
                            f"setsid -f python3 {SERVER} --port {port} --log {log} {args} "
@@ -71,7 +87,7 @@ def launch_firefox(ctx: SetupContext, url: str, title_regex: str) -> WindowInfo:
 
 
 def submissions(probe: Probe, form: str) -> list[dict[str, Any]]:
-    """Every recorded submission of ``form``: {"form", "data", "client", "time"}."""
+    """Every recorded submission of ``form``: {"form", "data", "client" (account), "client_uid", "time", …}."""
     found = []
     for line in (probe.read_text(RECORDS) or "").splitlines():
         try:
@@ -83,11 +99,29 @@ def submissions(probe: Probe, form: str) -> list[dict[str, Any]]:
     return found
 
 
-def from_browser(records: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The data of the last submission sent by Firefox."""
-    browser = [r for r in records if str(r.get("client", "")).startswith("firefox")]
+def from_browser(records: list[dict[str, Any]], origin: str) -> dict[str, Any] | None:
+    """The data of the last accepted submission that the browser (a process of the desktop account) sent
+    from the portal's page at ``origin`` (a page served from elsewhere, say by the shell, does not count)."""
+    browser = [r for r in records
+               if r.get("client") == DESKTOP_USER and r.get("origin") == origin and not r.get("refused")]
     return browser[-1]["data"] if browser else None
 
 
-def clients(records: list[dict[str, Any]]) -> list[str]:
-    return sorted({str(r.get("client") or "unknown") for r in records})
+def describe(records: list[dict[str, Any]]) -> str:
+    """Who sent what, for the evidence: e.g. "workspace (origin none, refused), user (origin http://…)"."""
+    seen = []
+    for r in records:
+        what = f"{r.get('client') or 'unknown'} (origin {r.get('origin') or 'none'}" \
+               + (f", refused: {r['refused']})" if r.get("refused") else ")")
+        if what not in seen:
+            seen.append(what)
+    return ", ".join(seen) or "nobody"
+
+
+def check_sent(probe: Probe, form: str, origin: str, what: str) -> tuple[bool, str]:
+    """(a submission came from the browser on the portal's page, evidence)."""
+    records = submissions(probe, form)
+    return (from_browser(records, origin) is not None,
+            f"{len(records)} {what}(s) received, from {describe(records)}; expected one from the browser "
+            f"(the desktop account, {DESKTOP_USER!r}) on {origin}")
+

@@ -2,10 +2,15 @@
 
 Which archive to sign off (the newest one that passes an integrity check) and its
 SHA-256 and size need the CLI. The portal page, open in Firefox, posts to a
-separate sign-off API whose allowed origin is misconfigured: curl works, but the
-browser blocks the call (a CORS error only its console explains). The fix is a
-line in the API's config (CLI); the sign-off must then be recorded from the
-browser: the API records who sent each sign-off in a root-only file.
+separate sign-off API whose allowed origin is misconfigured: the browser blocks
+the call (a CORS error only its console explains). The fix is a line in the
+API's config (~/portal/api.ini, the workspace account's; CLI); the sign-off must
+then be recorded from the browser (GUI): the API records each sign-off in a
+root-only file with the account that owns the client's socket and its Origin, so
+only the desktop account's browser on the portal's page counts (a page the shell
+serves elsewhere and allows in api.ini does not), and the page cannot be scripted
+from the site dir (see _portal). Seeds draw the archives (name, count, which are
+broken and how), the misconfigured origin and the reviewer.
 """
 
 from __future__ import annotations
@@ -18,9 +23,18 @@ from collections.abc import Iterator, Mapping
 from datetime import date, timedelta
 from typing import Any
 
-from weavegym.envs.setup_context import HOME, SetupContext
-from weavegym.envs.task import ActionLike, Channels, OracleContext, Prepared, Task
-from weavegym.envs.tasks.web._portal import RECORDS, clients, from_browser, launch_firefox, start_server, submissions
+from weavegym.envs.setup_context import HOME, WORKSPACE_USER, SetupContext
+from weavegym.envs.task import ActionLike, Channels, Deliverable, OracleContext, Prepared, Task
+from weavegym.envs.tasks.web._portal import (
+    RECORDS,
+    STATIC,
+    check_sent,
+    from_browser,
+    launch_firefox,
+    start_server,
+    submissions,
+    write_static,
+)
 from weavegym.evaluators import Clause, Probe, Verdict
 
 SITE = f"{HOME}/portal"
@@ -28,10 +42,13 @@ CONFIG = f"{SITE}/api.ini"
 BACKUPS = f"{HOME}/backups"
 FIXTURES = "fixtures/signoff"
 FORM = "backup-signoffs"
-REVIEWERS = ("ops-lead", "j.doe", "oncall-2", "m.garcia")
+API_LOG = "/var/log/signoff-api.log"
+SURNAMES = ("garcia", "nakamura", "okafor", "jensen", "rossi", "haddad", "petrov", "santos", "weber", "quinn",
+            "moreau", "kowalski", "tanaka", "varga", "lopez", "fischer", "chen", "diaz", "evans", "ivanova")
+PREFIXES = ("backup", "pgdump", "nightly", "db-backup", "shopdb", "erp-backup")
 TABLES = ("customers", "orders", "invoices", "stock", "audit_log")
 
-VERIFY = r"""cd ~/backups && for f in $(ls -r backup-*.tar.gz); do
+VERIFY = r"""cd ~/backups && for f in $(ls -r *.tar.gz); do
   if gzip -t "$f" 2>/dev/null && tar -tzf "$f" >/dev/null 2>&1; then echo "OK $f $(stat -c %s "$f") $(sha256sum "$f")"
   else echo "BROKEN $f"; fi
 done"""
@@ -52,53 +69,65 @@ def _archive(ctx: SetupContext, day: date) -> bytes:
     return gzip.compress(buffer.getvalue(), mtime=0)
 
 
+def _damage(ctx: SetupContext, data: bytes) -> bytes:
+    """An archive that a failed night left behind: cut short, or with a stretch of bytes garbled."""
+    if ctx.rng.random() < 0.5:
+        return data[: len(data) * int(ctx.rng.integers(40, 80)) // 100]  # the upload was interrupted
+    start = len(data) * int(ctx.rng.integers(30, 70)) // 100
+    garbled = bytes(int(b) for b in ctx.rng.integers(0, 256, size=64))
+    return data[:start] + garbled + data[start + 64:]  # the disk returned bad blocks
+
+
 def setup(ctx: SetupContext) -> Prepared:
-    page_port = 8100 + int(ctx.rng.integers(0, 400))
-    api_port = 8600 + int(ctx.rng.integers(0, 300))
-    newest = date(2026, 11, 10) + timedelta(days=int(ctx.rng.integers(0, 18)))
-    broken = 1 + int(ctx.rng.integers(0, 2))  # the newest 1 or 2 archives were cut short
+    rng = ctx.rng
+    page_port = 8100 + int(rng.integers(0, 400))
+    api_port = 8600 + int(rng.integers(0, 300))
+    newest = date(2026, 9, 1) + timedelta(days=int(rng.integers(0, 90)))
+    prefix = PREFIXES[int(rng.integers(len(PREFIXES)))]
+    broken = 1 + int(rng.integers(0, 3))  # the newest 1 to 3 archives are damaged
     good: dict[str, Any] = {}
-    for age in range(6):
+    for age in range(broken + 2 + int(rng.integers(0, 4))):
         day = newest - timedelta(days=age)
-        name = f"backup-{day.isoformat()}.tar.gz"
+        name = f"{prefix}-{day.isoformat()}.tar.gz"
         data = _archive(ctx, day)
         if age < broken:
-            data = data[: len(data) * int(ctx.rng.integers(40, 80)) // 100]  # the upload was interrupted
+            data = _damage(ctx, data)
         elif not good:
             good = {"archive": name, "sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
-        ctx.write_file(f"{BACKUPS}/{name}", data)
+        ctx.write_file(f"{BACKUPS}/{name}", data, mode=0o644)
         ctx.run(["touch", "-d", f"{(day + timedelta(days=1)).isoformat()} 02:{10 + age:02d}", f"{BACKUPS}/{name}"])
     origin = f"http://127.0.0.1:{page_port}"
-    wrong = (f"http://localhost:{page_port}", f"http://127.0.0.1:{page_port + 1}",
-             f"https://127.0.0.1:{page_port}")[ctx.seed % 3]
+    wrongs = (f"http://localhost:{page_port}", f"http://127.0.0.1:{page_port + 1}", f"http://127.0.0.1:{page_port - 1}",
+              f"https://127.0.0.1:{page_port}", f"http://127.0.0.1:{api_port}", "http://127.0.0.1",
+              f"http://0.0.0.0:{page_port}", f"http://127.0.1.1:{page_port}")
+    wrong = wrongs[int(rng.integers(len(wrongs)))]
+    # The API's config is the shell's to fix: the workspace account's. The page's script is root's.
     ctx.write_file(CONFIG, f"[api]\n# The portal page that may call this API from a browser (scheme://host:port)\n"
-                           f"allowed_origin = {wrong}\n")
+                           f"allowed_origin = {wrong}\n", owner=WORKSPACE_USER, mode=0o644)
     api = f"http://127.0.0.1:{api_port}"
-    for name in ("index.html", "signoff.js", "style.css"):
+    for name in ("index.html", "style.css"):
         text = ctx.fixture(__package__, f"{FIXTURES}/{name}").decode()
-        ctx.write_file(f"{SITE}/{name}", text.replace("{{API}}", api))
-    start_server(ctx, page_port, "/var/log/portal.log", f"--site {SITE}")
-    start_server(ctx, api_port, "/var/log/signoff-api.log", f"--records {RECORDS} --form {FORM} --cors {CONFIG}")
+        ctx.write_file(f"{SITE}/{name}", text.replace("{{PREFIX}}", prefix), owner=WORKSPACE_USER, mode=0o644)
+    write_static(ctx, "signoff.js", ctx.fixture(__package__, f"{FIXTURES}/signoff.js").decode().replace("{{API}}", api))
+    start_server(ctx, page_port, "/var/log/portal.log", f"--site {SITE} --static {STATIC} --connect {api}")
+    start_server(ctx, api_port, API_LOG, f"--records {RECORDS} --form {FORM} --cors {CONFIG}")
     window = launch_firefox(ctx, f"{origin}/", r"^Backup sign-off — Ops portal — Mozilla Firefox$")
-    reviewer = REVIEWERS[ctx.seed % len(REVIEWERS)]
+    reviewer = f"{'abcdefghijklmnoprstvw'[int(rng.integers(21))]}.{SURNAMES[int(rng.integers(len(SURNAMES)))]}"
     return Prepared(params={"page_port": page_port, "api_port": api_port, "reviewer": reviewer},
-                    truth={**good, "reviewer": reviewer, "origin": origin,
+                    truth={**good, "reviewer": reviewer, "origin": origin, "wrong_origin": wrong,
                            "window": [window.x, window.y, window.width, window.height]})
 
 
-def _signoff(probe: Probe) -> dict[str, Any] | None:
-    return from_browser(submissions(probe, FORM))
+def _signoff(probe: Probe, truth: Mapping[str, Any]) -> dict[str, Any] | None:
+    return from_browser(submissions(probe, FORM), truth["origin"])
 
 
 def check_recorded(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
-    records = submissions(probe, FORM)
-    return Verdict.check(from_browser(records) is not None,
-                         f"{len(records)} sign-off(s) received, sent by {clients(records) or 'nobody'}; expected one "
-                         "from Firefox")
+    return Verdict.check(*check_sent(probe, FORM, truth["origin"], "sign-off"))
 
 
 def check_archive(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
-    data = _signoff(probe)
+    data = _signoff(probe, truth)
     if data is None:
         return Verdict.failed("no sign-off was recorded from the browser")
     return Verdict.check(data.get("archive") == truth["archive"],
@@ -106,7 +135,7 @@ def check_archive(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
 
 
 def check_checksum(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
-    data = _signoff(probe)
+    data = _signoff(probe, truth)
     if data is None:
         return Verdict.failed("no sign-off was recorded from the browser")
     ok = data.get("sha256") == truth["sha256"] and data.get("size") == truth["size"]
@@ -115,7 +144,7 @@ def check_checksum(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
 
 
 def check_reviewer(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
-    data = _signoff(probe)
+    data = _signoff(probe, truth)
     if data is None:
         return Verdict.failed("no sign-off was recorded from the browser")
     return Verdict.check(data.get("reviewer") == truth["reviewer"],
@@ -132,7 +161,7 @@ def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
     yield {"kind": "shell", "command": "ls -l --time-style=long-iso ~/backups ~/portal"}
     yield {"kind": "shell", "command": VERIFY}
     # "Record sign-off" fails with a NetworkError; Firefox's console reports a CORS origin mismatch.
-    yield {"kind": "shell", "command": "cat ~/portal/api.ini; grep -n fetch ~/portal/signoff.js"}
+    yield {"kind": "shell", "command": f"cat ~/portal/api.ini; grep -n 'API\\|fetch' {STATIC}/signoff.js"}
     yield {"kind": "shell", "command": f"sed -i 's|^allowed_origin = .*|allowed_origin = {ctx.truth['origin']}|' "
                                        "~/portal/api.ini && cat ~/portal/api.ini"}
     x, _y, w, _h = ctx.truth["window"]
@@ -146,8 +175,8 @@ def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
     yield {"kind": "key", "keys": "Tab"}
     yield {"kind": "type", "text": ctx.truth["reviewer"]}
     yield {"kind": "key", "keys": "Return"}
-    yield {"kind": "shell", "command": "timeout 60 sh -c 'until xdotool search --name \"^Sign-off #[0-9]+ recorded\" "
-                                       ">/dev/null; do sleep 0.3; done'", "timeout": 90}
+    yield {"kind": "shell", "command": f"timeout 60 sh -c 'until grep -q \"POST /api/{FORM} \" {API_LOG}; "
+                                       "do sleep 0.3; done'", "timeout": 90}
     yield {"kind": "done"}
 
 
@@ -157,24 +186,31 @@ TASK = Task(
     instruction=(
         "~/backups holds the database's nightly backup archives. Find the newest archive that is intact (a "
         "complete, readable .tar.gz) and sign it off in the ops portal open in Firefox "
-        "(http://127.0.0.1:{page_port}/, served from ~/portal): its file name, SHA-256, size in bytes, and "
-        "'{reviewer}' as the person who verified it. The page sends sign-offs to a separate API "
-        "(http://127.0.0.1:{api_port}, configured by ~/portal/api.ini, which it re-reads on every request), and "
-        "recording a sign-off from the page currently fails. Find out why, fix the configuration, and record the "
-        "sign-off from the browser, then finish."),
+        "(http://127.0.0.1:{page_port}/; its page is in ~/portal, its script is the portal's own "
+        "/static/signoff.js): its file name, SHA-256, size in bytes, and '{reviewer}' as the person who verified "
+        "it. The page sends sign-offs to a separate API (http://127.0.0.1:{api_port}, configured by "
+        "~/portal/api.ini, which it re-reads on every request), and recording a sign-off from the page currently "
+        "fails. Find out why, fix the configuration, and record the sign-off from the browser (the desktop's "
+        "Firefox), then finish."),
     channels=Channels(
         gui="see the CORS error in Firefox and record the sign-off from the page",
         cli="test the archives, checksum the intact one and fix the API's allowed origin",
         why_both="the archive checks and the config fix need the shell, while the sign-off counts only when "
-                 "recorded from the browser"),
+                 "the browser (the desktop account) records it from the portal's page"),
     setup=setup,
     clauses=(
-        Clause("signoff_recorded", "a sign-off was recorded from Firefox", check_recorded, weight=2.0,
-               critical=True),
+        Clause("signoff_recorded", "a sign-off was recorded from the browser (the desktop account) on the portal's "
+               "page", check_recorded, weight=2.0, critical=True),
         Clause("archive", "it names the newest intact archive", check_archive, weight=2.0),
         Clause("checksum", "it gives that archive's SHA-256 and size", check_checksum, weight=2.0),
         Clause("reviewer", "it names the requested reviewer", check_reviewer),
         Clause("config_fixed", "api.ini allows exactly the portal page's origin", check_config),
+    ),
+    deliverables=(
+        Deliverable(RECORDS, "gui", owner="root",
+                    description="the API's record of the sign-off (written by the root-run server, which notes the "
+                                "sending account)"),
+        Deliverable(CONFIG, "cli", description="the fixed ~/portal/api.ini"),
     ),
     oracle=oracle,
     profile="full",
