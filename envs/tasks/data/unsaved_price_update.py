@@ -2,9 +2,14 @@
 
 DB Browser for SQLite holds the colleague's executed but unwritten statements in an
 open transaction: they exist only inside the GUI (the file still has the old
-rows) and its lock makes every shell write fail with "database is locked". Only
-"Write Changes" in the GUI keeps them; the rest of the update (a supplier's
-discontinued list) and the price-list export are shell work on the result.
+rows; setup pasted them through the desktop's clipboard, which the workspace
+shell cannot read) and its lock makes every shell write fail with "database is
+locked". Only "Write Changes" in the GUI keeps them. The GUI's deliverable is the
+review export of the products table made with DB Browser's File > Export (a file
+the desktop account writes; one the shell made fails provenance). The rest of
+the update (a supplier's discontinued list) and the price-list export are shell
+work on the result. The database is the workspace account's and group-writable,
+so DB Browser (the desktop account, in the shared group) can write it too.
 """
 
 from __future__ import annotations
@@ -18,13 +23,15 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from weavegym.envs.setup_context import HOME, SetupContext
-from weavegym.envs.task import ActionLike, Channels, OracleContext, Prepared, Task
+from weavegym.envs.setup_context import HOME, WORKSPACE_USER, SetupContext
+from weavegym.envs.task import ActionLike, Channels, Deliverable, OracleContext, Prepared, Task
+from weavegym.envs.tasks.docs.office import screen, wait_screen
 from weavegym.evaluators import Clause, Probe, Verdict
 
 DB = f"{HOME}/shop.db"
 DISCONTINUED = f"{HOME}/supplier/discontinued.txt"
 PRICELIST = f"{HOME}/pricelist.csv"
+REVIEW = f"{HOME}/products_part1.csv"
 TITLE = r"^DB Browser for SQLite - .*shop\.db$"
 CATEGORIES = {"Garden": ("rake", "hose 25m", "pruning shears", "watering can", "wheelbarrow", "leaf blower"),
               "Tools": ("cordless drill", "hammer", "screwdriver set", "spirit level", "hand saw", "pliers"),
@@ -85,7 +92,8 @@ def setup(ctx: SetupContext) -> Prepared:
     discontinued = {str(s) for s in ctx.rng.choice(others, size=4, replace=False)}
     listed = [*sorted(discontinued), f"XX-{int(ctx.rng.integers(1000, 10000))}"]  # one the shop never carried
     after, final = _expected(db, statements, discontinued)
-    ctx.write_file(DB, db)
+    # The shell's to update, and DB Browser's (group weave) to write the colleague's transaction into.
+    ctx.write_file(DB, db, owner=WORKSPACE_USER, mode=0o664)
     ctx.write_file(DISCONTINUED, "# Discontinued by the supplier as of next quarter\n" + "\n".join(listed) + "\n")
     ctx.launch_gui(f"{{as_user}} sqlitebrowser {DB}", name="sqlitebrowser")
     window = ctx.wait_window(TITLE, timeout=300)
@@ -156,6 +164,32 @@ def check_pricelist(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
                          f"first wrong row: {found[bad[0]] if bad else None}")
 
 
+def check_review_export(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
+    text = probe.read_text(REVIEW)
+    if text is None:
+        return Verdict.failed(f"{REVIEW} does not exist")
+    rows = [r for r in csv.reader(io.StringIO(text)) if r]
+    if not rows or [c.strip().lower() for c in rows[0]] != ["sku", "name", "category", "price", "stock", "active"]:
+        return Verdict.failed(f"{REVIEW} header is {rows[:1]}, expected the products table's columns")
+    found, wrong = {}, []
+    for row in rows[1:]:
+        if len(row) == 6:
+            found[row[0]] = row
+    for sku, exp in truth["after"].items():
+        row = found.get(sku)
+        try:
+            ok = row is not None and (row[1], row[2]) == (exp[1], exp[2]) and abs(float(row[3]) - exp[3]) < 0.005 \
+                and int(row[4]) == exp[4] and int(row[5]) == exp[5]
+        except ValueError:
+            ok = False
+        if not ok:
+            wrong.append(f"{sku}: {row} (expected {list(exp)})")
+    extra = sorted(set(found) - set(truth["after"]))
+    return Verdict.check(not wrong and not extra and len(rows) - 1 == len(truth["after"]),
+                         f"{len(truth['after']) - len(wrong)}/{len(truth['after'])} products as the colleague left "
+                         f"them; wrong: {wrong[:2]}, unexpected: {extra[:3]}")
+
+
 def _price_ok(text: str, expected: float) -> bool:
     return re.fullmatch(r"[0-9]+\.[0-9]{2}", text.strip()) is not None and abs(float(text) - expected) < 0.005
 
@@ -168,6 +202,24 @@ def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
     yield {"kind": "key", "keys": "ctrl+s"}
     yield {"kind": "shell", "command": "timeout 60 sh -c 'while [ -e ~/shop.db-journal ]; do sleep 0.2; done'",
            "timeout": 90}
+    # The review export: File > Export > Table(s) as CSV file..., Save, the file name, Save. The shell cannot
+    # see the desktop, so the oracle watches its own frames for each dialog.
+    yield {"kind": "wait", "seconds": 1}
+    before = screen(ctx)
+    for keys in ("alt+f", "e", "t"):
+        yield {"kind": "key", "keys": keys}
+    yield from wait_screen(ctx, before, min_changed=40000, tries=60, confirm=2)  # "Export data as CSV"
+    before = screen(ctx)
+    yield {"kind": "key", "keys": "Return"}  # Save (the table is selected)
+    yield from wait_screen(ctx, before, min_changed=40000, tries=60, confirm=2)  # the file dialog
+    yield {"kind": "key", "keys": "ctrl+a"}
+    yield {"kind": "type", "text": REVIEW}
+    before = screen(ctx)
+    yield {"kind": "key", "keys": "Return"}
+    yield {"kind": "shell", "command": f"timeout 60 sh -c 'until [ -s {REVIEW} ]; do sleep 0.2; done'; "
+                                       f"head -n 3 {REVIEW}", "timeout": 90}
+    yield from wait_screen(ctx, before, min_changed=20000, tries=40)  # "Export completed."
+    yield {"kind": "key", "keys": "Return"}
     yield {"kind": "shell", "command": "grep -v '^#' ~/supplier/discontinued.txt | while read -r sku; do "
                                        "sqlite3 ~/shop.db \"UPDATE products SET active = 0 WHERE sku = '$sku'\"; done"}
     yield {"kind": "shell", "command": "sqlite3 -csv -header ~/shop.db \"SELECT sku, name, printf('%.2f', price) "
@@ -182,15 +234,20 @@ TASK = Task(
     instruction=(
         "A colleague started the quarterly update of the shop database ~/shop.db in DB Browser for SQLite (open "
         "on screen) and left before saving: the statements they ran for the {category} products are not written "
-        "to the file yet. Keep their edits exactly as they made them (do not apply them twice). Then mark every "
+        "to the file yet. Keep their edits exactly as they made them (do not apply them twice). Once they are "
+        "written, and before any change of yours, export the products table for their review with DB Browser's "
+        "File > Export > Table(s) as CSV file (defaults: column names in the first line, comma-separated) to "
+        "~/products_part1.csv. Then mark every "
         "product listed in ~/supplier/discontinued.txt as inactive (active = 0) and export the price list of the "
         "active products to ~/pricelist.csv: header sku,name,price, one row per active product sorted by sku, "
         "prices with two decimals. Then finish."),
     channels=Channels(
-        gui="write the colleague's pending changes in DB Browser for SQLite",
+        gui="write the colleague's pending changes in DB Browser for SQLite and export the products table for "
+            "their review",
         cli="apply the discontinued list with SQL and export the price list",
         why_both="the colleague's edits exist only inside the GUI's open transaction, which also locks the file "
-                 "against shell writes, while the bulk update and the export are shell work"),
+                 "against shell writes, and the review export is DB Browser's, while the bulk update and the price "
+                 "list are shell work"),
     setup=setup,
     clauses=(
         Clause("colleague_edits_kept", "the colleague's price changes and new product are in the file, once",
@@ -199,10 +256,16 @@ TASK = Task(
         Clause("discontinued", "exactly the listed products are inactive", check_discontinued, weight=2.0),
         Clause("pricelist", "~/pricelist.csv lists the active products with their final prices", check_pricelist,
                weight=2.0),
+        Clause("review_export", "~/products_part1.csv is the products table as the colleague left it",
+               check_review_export),
+    ),
+    deliverables=(
+        Deliverable(REVIEW, "gui", description="~/products_part1.csv (DB Browser's CSV export)"),
+        Deliverable(PRICELIST, "cli", description="~/pricelist.csv"),
     ),
     oracle=oracle,
     profile="full",
     apps=("sqlitebrowser", "sqlite3"),
-    max_steps=30,
-    time_budget_s=900.0,
+    max_steps=200,
+    time_budget_s=1200.0,
 )
