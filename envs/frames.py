@@ -40,6 +40,20 @@ def read_ppm(data: bytes) -> np.ndarray:
     return pixels.reshape(height, width, 3)
 
 
+def fit_frame(frame: np.ndarray, screen: tuple[int, int]) -> np.ndarray:
+    """``frame`` at ``screen`` (width, height), scaled by nearest neighbour when the guest's mode differs.
+
+    The last resort of an env whose guest changed its display mode and would not change it back: the
+    observation's shape is part of the env's contract (vector envs stack frames), so it never changes.
+    """
+    width, height = screen
+    if frame.shape[:2] == (height, width):
+        return frame
+    rows = np.arange(height) * frame.shape[0] // height
+    cols = np.arange(width) * frame.shape[1] // width
+    return np.ascontiguousarray(frame[rows][:, cols])
+
+
 @dataclass(frozen=True)
 class SettleResult:
     frame: np.ndarray

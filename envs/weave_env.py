@@ -18,6 +18,7 @@ vector envs rely on (they construct a throwaway copy to read the spaces).
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Any, ClassVar, SupportsFloat
 
 import gymnasium as gym
@@ -36,7 +37,7 @@ from weavegym.envs.errors import (
     TaskError,
 )
 from weavegym.envs.executor import ActionExecutor, ActionOutcome
-from weavegym.envs.frames import SettleResult, settle
+from weavegym.envs.frames import SettleResult, fit_frame, settle
 from weavegym.envs.setup_context import DESKTOP_USER, SetupContext
 from weavegym.envs.shell_session import ShellSession
 from weavegym.envs.spaces import action_space, observation_space
@@ -78,6 +79,7 @@ class WeaveEnv(gym.Env[dict[str, Any], dict[str, Any]]):
         self._frame: np.ndarray | None = None
         self._terminal, self._exit_code = "", 0
         self._steps, self._episode_start, self._ended = 0, 0.0, True
+        self._screen_restored = False  # this step's frame needed the guest's display mode put back
         self._vnc_announced = False
         self._vnc_given_to: Backend | None = None
         self._closed = False
@@ -141,6 +143,7 @@ class WeaveEnv(gym.Env[dict[str, Any], dict[str, Any]]):
             self._exit_code = int(outcome.exit_code if outcome.exit_code is not None else -1)
         if not self.backend.is_running():
             raise BackendError("the VM is not running (killed or crashed); call reset() to recover it")
+        self._screen_restored = False
         settled = self._settle()
         self._frame = settled.frame
         timings = {"parse_s": t_parsed - t0, "act_s": t_acted - t_parsed, "frame_s": settled.seconds,
@@ -154,6 +157,7 @@ class WeaveEnv(gym.Env[dict[str, Any], dict[str, Any]]):
         truncated = not terminated and (self._steps >= self.max_steps or self._budget_left() <= 0)
         info = self._base_info()
         info.update(action_error=error, timings=timings, step=self._steps, screen_settled=settled.settled,
+                    screen_restored=self._screen_restored,
                     terminal_truncated=truncated_output or outcome.output_truncated,
                     command_timed_out=outcome.timed_out)
         reward = 0.0
@@ -281,8 +285,22 @@ class WeaveEnv(gym.Env[dict[str, Any], dict[str, Any]]):
         return f"lost the guest agent during the action (it has restarted); the action may have partly run: {exc}"
 
     def _settle(self) -> SettleResult:
+        """A settled frame of the env's screen size, whatever the episode did to the guest's display mode.
+
+        An agent can change the mode (xrandr, the display settings dialog); the env puts it back, so the
+        observation's shape and the action space's coordinates keep meaning what they did. Should the
+        guest refuse, the frame is scaled to size. Either way the step's info says ``screen_restored``.
+        """
         assert self.backend is not None
-        return settle(self.backend.grab_frame, self.config.settle_timeout_s, stable_for=self.config.settle_stable_s)
+        result = settle(self.backend.grab_frame, self.config.settle_timeout_s, stable_for=self.config.settle_stable_s)
+        width, height = self.config.screen_size
+        if result.frame.shape[:2] == (height, width):
+            return result
+        self._screen_restored = True
+        assert self.backend.client is not None
+        self.backend.client.exec(["xrandr", "-s", f"{width}x{height}"], env={"DISPLAY": ":0"}, timeout=15)
+        result = settle(self.backend.grab_frame, self.config.settle_timeout_s, stable_for=self.config.settle_stable_s)
+        return replace(result, frame=fit_frame(result.frame, self.config.screen_size))
 
     def _budget_left(self) -> float:
         return self.time_budget_s - (time.monotonic() - self._episode_start)

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from weavegym.envs.errors import AgentError, EpisodeError, WeaveGymError
+from weavegym.envs.frames import fit_frame
 from weavegym.envs.tasks import get_task
 from weavegym.envs.weave_env import WeaveEnv
 
@@ -214,6 +215,30 @@ def test_wait_past_the_time_budget_truncates_instead_of_raising(env: WeaveEnv) -
         assert info["evaluation"]["score"] == reward == 0.0
     finally:
         env.time_budget_s = old
+
+
+def test_a_changed_display_mode_is_put_back_and_the_shape_never_changes(env: WeaveEnv) -> None:
+    """A GUI agent can change the mode (the display settings); vector envs need a fixed observation shape."""
+    _fresh(env)
+    client, display = env.backend.client, {"DISPLAY": ":0"}
+    assert "1024x768" in client.exec(["xrandr"], env=display, timeout=15).stdout
+    assert client.exec(["xrandr", "-s", "1024x768"], env=display, timeout=15).exit_code == 0
+    assert env.backend.grab_frame().shape == (768, 1024, 3)  # the change is real
+    obs, _r, _t, _tr, info = env.step({"kind": "wait", "seconds": 0.1})
+    assert obs["screen"].shape == (720, 1280, 3) and obs in env.observation_space
+    assert info["screen_restored"] is True
+    assert env.backend.grab_frame().shape == (720, 1280, 3)  # put back in the guest, not only scaled
+    _obs, _r, _t, _tr, info = env.step({"kind": "wait", "seconds": 0.1})
+    assert info["screen_restored"] is False
+
+
+def test_fit_frame_scales_only_a_frame_of_the_wrong_size() -> None:
+    frame = np.arange(768 * 1024 * 3, dtype=np.uint32).astype(np.uint8).reshape(768, 1024, 3)
+    fitted = fit_frame(frame, (1280, 720))
+    assert fitted.shape == (720, 1280, 3) and fitted.dtype == np.uint8
+    assert (fitted[0, 0] == frame[0, 0]).all() and (fitted[-1, -1] == frame[-1, -1]).all()
+    right = np.zeros((720, 1280, 3), np.uint8)
+    assert fit_frame(right, (1280, 720)) is right
 
 
 def test_max_steps_truncates_and_scores(env: WeaveEnv) -> None:
