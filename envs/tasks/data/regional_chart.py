@@ -4,9 +4,12 @@ The revenue per region needs SQL over ~/sales.db (CLI), and the CSV deliverable
 is shell work. The table, the chart and its title must be made in Calc (open on
 screen) and saved into the .ods by Calc: the checker reads the sheet and the
 embedded chart object (its type, data ranges and title) from the saved file.
-Writing that file from the CLI is flagged (GuiArtifactViaCli), and so are the
-ways to make an ODS without the GUI: headless or scripted LibreOffice (UNO,
-macros, conversions), ODF libraries and zip archives written by hand.
+The .ods belongs to the desktop account (mode 0644, in the sticky home), so the
+shell can neither rewrite it in place nor move another file over it; an .ods the
+workspace account made fails provenance. Writing it from the CLI is also flagged
+(GuiArtifactViaCli), and so are the ways to make an ODS without the GUI:
+headless or scripted LibreOffice (UNO, macros, conversions), ODF libraries and
+zip archives written by hand.
 """
 
 from __future__ import annotations
@@ -23,14 +26,17 @@ from pathlib import Path
 from typing import Any
 
 from weavegym.envs.setup_context import HOME, SetupContext
-from weavegym.envs.task import ActionLike, Channels, OracleContext, Prepared, Task
+from weavegym.envs.task import ActionLike, Channels, Deliverable, OracleContext, Prepared, Task
+from weavegym.envs.tasks.docs.office import screen, wait_screen
 from weavegym.evaluators import Clause, ForbiddenPattern, ForbiddenPatterns, GuiArtifactViaCli, Probe, Verdict
 
 DB = f"{HOME}/sales.db"
 ODS = f"{HOME}/regional_sales.ods"
 CSV = f"{HOME}/regional_revenue.csv"
 TITLE = r"^regional_sales\.ods - LibreOffice Calc$"
-REGIONS = ("North", "South", "East", "West", "Central")
+REGIONS = ("North", "South", "East", "West", "Central", "Coastal", "Highlands", "Metro", "Islands", "Lakeside",
+           "Valley", "Border")
+TEAMS = ("Retail", "Online", "Wholesale", "Export", "Trade", "Direct", "Partner", "Field")
 KINDS = ("column", "bar", "pie")  # the order of the Chart Wizard's type list
 LO_PROFILE = f"{HOME}/.config/libreoffice/4/user/registrymodifications.xcu"
 LO_SETTINGS = """<?xml version="1.0" encoding="UTF-8"?>
@@ -72,12 +78,12 @@ FORGERY = (
 )
 
 
-def _sales_db(ctx: SetupContext) -> bytes:
+def _sales_db(ctx: SetupContext, regions: list[str]) -> bytes:
     rows, day = [], date(2026, 1, 1)
     for i in range(int(ctx.rng.integers(500, 700))):
         when = day + timedelta(days=int(ctx.rng.integers(0, 365)))
         status = ("paid", "paid", "paid", "paid", "refunded", "pending")[int(ctx.rng.integers(6))]
-        rows.append((i + 1, when.isoformat(), REGIONS[int(ctx.rng.integers(len(REGIONS)))],
+        rows.append((i + 1, when.isoformat(), regions[int(ctx.rng.integers(len(regions)))],
                      int(ctx.rng.integers(1500, 250000)) / 100, status))
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "sales.db"
@@ -104,10 +110,13 @@ def _revenue(db: bytes, quarter: int) -> list[tuple[str, float]]:
 
 def setup(ctx: SetupContext) -> Prepared:
     quarter = 1 + int(ctx.rng.integers(4))
-    kind = KINDS[ctx.seed % len(KINDS)]
-    db = _sales_db(ctx)
-    ctx.write_file(DB, db)
-    ctx.write_file(ODS, ctx.fixture(__package__, "fixtures/regional_sales_template.ods"))
+    kind = KINDS[int(ctx.rng.integers(len(KINDS)))]
+    regions = [str(r) for r in ctx.rng.choice(REGIONS, size=int(ctx.rng.integers(4, 7)), replace=False)]
+    db = _sales_db(ctx, regions)
+    ctx.write_file(DB, db, mode=0o644)  # read-only material
+    # Calc's to save: the desktop account's and not group-writable; the sticky home keeps the shell from
+    # replacing it, while Calc (its owner) saves by writing a new file and renaming it over the old one.
+    ctx.write_file(ODS, ctx.fixture(__package__, "fixtures/regional_sales_template.ods"), mode=0o644)
     ctx.write_file(LO_PROFILE, LO_SETTINGS)
     # soffice needs a readable working directory (setup's is root's)
     ctx.launch_gui(f"cd {HOME} && {{as_user}} soffice --calc --norestore {ODS}", name="calc")
@@ -115,7 +124,7 @@ def setup(ctx: SetupContext) -> Prepared:
     # The title shows before Calc has loaded and drawn the sheet: wait for its lock file, then for soffice to go
     # idle (no CPU time used for 2 s), so the snapshot holds a ready Calc.
     ctx.run(["bash", "-c", READY], timeout=420)
-    title = f"Q{quarter} 2026 revenue by region"
+    title = f"{TEAMS[int(ctx.rng.integers(len(TEAMS)))]} Q{quarter} 2026 revenue by region"
     return Prepared(params={"quarter": quarter, "kind": kind, "title": title},
                     truth={"revenue": _revenue(db, quarter), "kind": kind, "quarter": quarter, "title": title,
                            "window": [window.x, window.y, window.width, window.height]})
@@ -235,12 +244,6 @@ def check_title(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
                          f"chart title {text!r}, expected {truth['title']!r}")
 
 
-def _wait(title: str, gone: bool = False, seconds: int = 90) -> ActionLike:
-    loop = "while" if gone else "until"
-    return {"kind": "shell", "command": f"timeout {seconds} sh -c '{loop} xdotool search --name \"^{title}$\" "
-                                        ">/dev/null; do sleep 0.3; done'", "timeout": seconds + 30}
-
-
 def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
     quarter = ctx.truth["quarter"]
     query = (f"SELECT region, printf('%.2f', SUM(amount)) AS revenue FROM orders WHERE status = 'paid' AND "
@@ -261,19 +264,27 @@ def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
         yield {"kind": "type", "text": f"{value:.2f}"}
         yield {"kind": "key", "keys": "Return"}
     yield {"kind": "key", "keys": "Up"}  # back inside the table
+    # The shell cannot see the desktop's windows: the oracle watches its own frames for the wizard and its pages.
+    yield {"kind": "wait", "seconds": 1}
+    before = screen(ctx)
     yield {"kind": "key", "keys": "alt+i"}  # Insert menu: Image…, Chart…
     yield {"kind": "key", "keys": "Down"}
     yield {"kind": "key", "keys": "Return"}
-    yield _wait("Chart Type")
+    # The wizard and the new chart behind it change ~190k pixels of the 1280x720 screen, the Insert menu far fewer.
+    yield from wait_screen(ctx, before, min_changed=120000, tries=120, confirm=2)  # the Chart Type page
     for _ in range(KINDS.index(ctx.truth["kind"])):
         yield {"kind": "key", "keys": "Down"}
-    for page in ("Data Range", "Data Series", "Chart Elements"):
+    yield {"kind": "wait", "seconds": 2}
+    for _page in ("Data Range", "Data Series", "Chart Elements"):
+        before = screen(ctx)
         yield {"kind": "key", "keys": "alt+n"}  # Next >
-        yield _wait(page, seconds=30)
+        yield from wait_screen(ctx, before, min_changed=2000, tries=60, confirm=1)
     yield {"kind": "key", "keys": "shift+Tab"}  # the page opens in Subtitle; Title is just before it
     yield {"kind": "type", "text": ctx.truth["title"]}
+    yield {"kind": "wait", "seconds": 1}
+    before = screen(ctx)
     yield {"kind": "key", "keys": "alt+f"}  # Finish
-    yield _wait("Chart Elements", gone=True, seconds=60)
+    yield from wait_screen(ctx, before, min_changed=80000, tries=120)  # the wizard gone
     yield {"kind": "key", "keys": "Escape"}  # leave the chart's edit mode
     yield {"kind": "key", "keys": "Escape"}
     yield {"kind": "key", "keys": "ctrl+s"}
@@ -307,11 +318,15 @@ TASK = Task(
         Clause("chart_title", "the chart carries the requested title", check_title),
         Clause("revenue_csv", "~/regional_revenue.csv holds the revenue per region", check_csv),
     ),
+    deliverables=(
+        Deliverable(ODS, "gui", description="regional_sales.ods as Calc saved it, with the table and the chart"),
+        Deliverable(CSV, "cli", description="~/regional_revenue.csv"),
+    ),
     rules=(GuiArtifactViaCli([ODS], "the chart must be made and saved in Calc"),
            ForbiddenPatterns(FORGERY, defaults=False)),
     oracle=oracle,
     profile="full",
     apps=("libreoffice-calc", "sqlite3"),
-    max_steps=90,
+    max_steps=250,
     time_budget_s=1500.0,
 )
