@@ -2,12 +2,16 @@
 
 Which print the customer paid for, and so the pixel size and resolution, comes
 from an order book (CLI: find the paid order, width = cm / 2.54 x dpi). The
-studio's GIMP runs under a separate 'designer' account and the master XCF lives
-in that account's folder: the agent's user can read it but not write it, so a
-batch GIMP, a hand-made file or any shell trick cannot produce it, only the
-GIMP window can (the checker decodes the XCF: owner, canvas, resolution,
-pixels). The lab manifest (the master's SHA-256) and the customer's proof JPEG
-(ImageMagick) are shell work.
+studio's GIMP runs under a separate 'designer' account (put on the X access list
+by setup) and the master XCF lives in that account's 0755 folder: the shell
+(workspace account) and the desktop account can read it but neither can write
+there, so a batch GIMP, a hand-made file or any shell trick cannot produce it,
+only the GIMP window can (the checker decodes the XCF: owner, canvas,
+resolution, pixels). The lab manifest (the master's SHA-256) and the customer's
+proof JPEG (ImageMagick) are shell work, in an outbox that belongs to the
+workspace account (2755: the desktop account and the designer cannot write it).
+The oracle waits for GIMP's dialogs on the screen and for the saved master from
+the shell (which sees /srv/studio but not the display).
 """
 
 from __future__ import annotations
@@ -21,9 +25,10 @@ from typing import Any
 import numpy as np
 from PIL import Image, ImageFilter
 
-from weavegym.envs.setup_context import HOME, LAUNCH_MARKER, SetupContext
-from weavegym.envs.task import ActionLike, Channels, OracleContext, Prepared, Task
+from weavegym.envs.setup_context import HOME, LAUNCH_MARKER, SHARED_GROUP, WORKSPACE_USER, SetupContext
+from weavegym.envs.task import ActionLike, Channels, Deliverable, OracleContext, Prepared, Task
 from weavegym.envs.tasks.design.xcf import read_xcf
+from weavegym.envs.tasks.games.sgt_common import wait_box
 from weavegym.evaluators import Clause, Probe, Verdict
 
 STUDIO, DESIGNER = "/srv/studio", "designer"
@@ -82,12 +87,13 @@ def setup(ctx: SetupContext) -> Prepared:
     csv.writer(table, lineterminator="\n").writerows([["order_id", "customer", "photo", "print_cm", "dpi", "status"],
                                                       *rows])
     ctx.write_file(ORDERS, table.getvalue())
-    ctx.run(f"install -d -m 0755 -o user -g user {OUTBOX}; "
+    ctx.run(f"install -d -m 2755 -o {WORKSPACE_USER} -g {SHARED_GROUP} {OUTBOX}; "
             f"id -u {DESIGNER} >/dev/null 2>&1 || useradd --create-home --shell /bin/bash {DESIGNER}; "
             f"install -d -m 0755 -o {DESIGNER} -g {DESIGNER} {STUDIO}")
-    ctx.write_file(f"{STUDIO}/{photo}.png", png.getvalue(), owner=DESIGNER)
+    ctx.write_file(f"{STUDIO}/{photo}.png", png.getvalue(), owner=DESIGNER, mode=0o644)
     ctx.write_file(GIMPRC, "(show-tips no)\n", owner=DESIGNER)
     ctx.run(f"chown -R {DESIGNER}:{DESIGNER} /home/{DESIGNER}/.config")
+    ctx.grant_desktop_access(DESIGNER)  # the X server admits the desktop account only
     ctx.launch_gui(f"runuser -u {DESIGNER} -- env DISPLAY=:0 HOME=/home/{DESIGNER} {LAUNCH_MARKER} "
                    f"gimp --no-splash {STUDIO}/{photo}.png", name="gimp")
     window = ctx.wait_window(rf"^\[{photo}\] \(imported\).* – GIMP$", timeout=400)
@@ -180,43 +186,64 @@ def check_proof(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
     return Verdict.check(diff < 8, f"600x400 JPEG; differs from the photo by {diff:.1f} levels (max 8)")
 
 
-def _wait(condition: str, seconds: int) -> dict[str, Any]:
-    """Wait for the GUI; once one wait has timed out (the GUI never answered), later ones give up at once."""
+def _settled(ctx: OracleContext, tries: int = 60) -> Iterator[ActionLike]:
+    """Wait steps until two polls in a row show (almost) the same screen: GIMP has finished redrawing."""
+    previous, calm = None, 0
+    for _try in range(tries):
+        assert ctx.obs is not None
+        frame = ctx.obs["screen"]
+        if previous is not None and frame.shape == previous.shape:
+            changed = int((np.abs(frame.astype(np.int16) - previous.astype(np.int16)).max(axis=2) > 24).sum())
+            calm = calm + 1 if changed <= 400 else 0
+            if calm >= 2:
+                return
+        previous = frame
+        yield {"kind": "wait", "seconds": 1.0}
+
+
+def _wait_master(path: str, seconds: int) -> dict[str, Any]:
+    """A shell step: wait until GIMP's save is on disk and no longer growing (the shell sees the studio)."""
     return {"kind": "shell", "timeout": seconds + 30,
-            "command": f"[ ! -e /tmp/gimp-no-answer ] && timeout {seconds} sh -c '{condition}' && echo ready "
-                       "|| { touch /tmp/gimp-no-answer; echo timed out; }"}
-
-
-def _active(title: str) -> str:
-    return f'until [ "$(xdotool getactivewindow getwindowname 2>/dev/null)" = "{title}" ]; do sleep 0.3; done'
+            "command": f"timeout {seconds} sh -c 'until [ -s {path} ] && a=$(stat -c %s {path}) && sleep 1 && "
+                       f"[ \"$a\" = \"$(stat -c %s {path})\" ]; do sleep 0.5; done' && echo SAVED"}
 
 
 def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
     photo, order, dpi, width = ctx.params["photo"], ctx.truth["order"], ctx.truth["dpi"], ctx.truth["width"]
+    master = f"{STUDIO}/{order}.xcf"
     yield {"kind": "shell", "command": f"grep ',{photo},' ~/print/orders.csv; awk -F, '$3 == \"{photo}\" && "
                                        "$6 == \"paid\" { split($4, s, \"x\"); printf \"%s %d px at %d dpi\\n\", $1, "
                                        "s[1] / 2.54 * $5 + 0.5, $5 }' ~/print/orders.csv"}
     x, y, w, _h = ctx.truth["window"]
     yield {"kind": "click", "x": x + w - 40, "y": y + 12}  # the empty end of GIMP's menu bar: focus, no tool use
+    assert ctx.obs is not None
+    before = ctx.obs["screen"].copy()
     yield {"kind": "key", "keys": "alt+i"}  # Image menu
     yield {"kind": "key", "keys": "s"}  # Scale Image...
-    yield _wait(_active("Scale Image"), 90)
+    yield from wait_box(ctx, before, tries=60)
     yield {"kind": "type", "text": str(width)}  # Width has the focus; the chain keeps the aspect ratio
     for _ in range(4):  # to X resolution, past the chain, Height and the unit menu
         yield {"kind": "key", "keys": "Tab"}
     yield {"kind": "type", "text": str(dpi)}
     yield {"kind": "key", "keys": "Tab"}  # commits X (the linked Y follows)
     yield {"kind": "key", "keys": "alt+s"}  # Scale
-    yield _wait(f"until xdotool search --name \"{width}x[0-9]+ \" >/dev/null; do sleep 0.5; done", 150)
+    yield {"kind": "wait", "seconds": 2.0}
+    yield from _settled(ctx)
+    assert ctx.obs is not None
+    before = ctx.obs["screen"].copy()
     yield {"kind": "key", "keys": "ctrl+s"}
-    yield _wait(_active("Save Image"), 90)
+    yield from wait_box(ctx, before, tries=60)
     yield {"kind": "type", "text": order}  # replaces the selected base name, keeps .xcf
-    yield {"kind": "key", "keys": "Return"}
-    yield _wait(f"until xdotool search --name \"^{order}\\.xcf-\" >/dev/null; do sleep 0.5; done", 150)
+    for _attempt in range(3):  # the file chooser may swallow a Return to finish its completion
+        yield {"kind": "key", "keys": "Return"}
+        yield _wait_master(master, 60)
+        assert ctx.obs is not None
+        if "SAVED" in ctx.obs["terminal"]:
+            break
     # `file` is not in the image, and ImageMagick 6 cannot read XCF v011: the canvas size is at bytes 14-21.
     size = ("python3 -c 'import struct, sys; "
             "print(\"%d,%d\" % struct.unpack(\">II\", open(sys.argv[1], \"rb\").read(22)[14:]))'")
-    yield {"kind": "shell", "command": f"cd ~/print/outbox && f={STUDIO}/{order}.xcf && size=$({size} $f) && "
+    yield {"kind": "shell", "command": f"cd ~/print/outbox && f={master} && size=$({size} $f) && "
                                        f"convert {STUDIO}/{photo}.png -resize 600x {order}_proof.jpg && "
                                        "{ echo order_id,file,width_px,height_px,dpi,sha256; "
                                        f"echo {order},{order}.xcf,$size,{dpi},$(sha256sum < $f | cut -d' ' -f1); }} "
@@ -233,7 +260,7 @@ TASK = Task(
         "find the paid order for {photo} (print_cm is width x height in cm). In GIMP, scale the image so its width is "
         "the print width in pixels at the order's dpi (cm / 2.54 x dpi, rounded to the nearest pixel; keep the aspect "
         "ratio) and its resolution is the order's dpi, then save it with Ctrl+S as "
-        f"{STUDIO}/<order_id>.xcf. Then, in ~/print/outbox/, write manifest.csv with the header "
+        f"{STUDIO}/<order_id>.xcf. Then, from your shell, in ~/print/outbox/, write manifest.csv with the header "
         "order_id,file,width_px,height_px,dpi,sha256 and one row for the master (file is <order_id>.xcf, sha256 is "
         "the hex SHA-256 of the saved XCF), and make the customer's proof <order_id>_proof.jpg, a 600 px wide JPEG "
         "of the photo. Then finish."),
@@ -242,7 +269,8 @@ TASK = Task(
         cli="find the paid order and compute the pixel size; write the lab manifest with the master's SHA-256; "
             "make the proof JPEG with ImageMagick",
         why_both="the print size comes from the order book, only the designer's GIMP window can write the master "
-                 "XCF, and the manifest (checksum of that file) and the proof are shell work"),
+                 "XCF (no episode account can write the studio), and the manifest (checksum of that file) and the "
+                 "proof are shell work in the shell's own outbox"),
     setup=setup,
     clauses=(
         Clause("master_xcf", "the master XCF was saved by the designer's GIMP", check_master, weight=2.0,
@@ -254,9 +282,15 @@ TASK = Task(
         Clause("manifest", "manifest.csv describes the saved master, checksum included", check_manifest),
         Clause("proof", "the proof is a 600 px wide JPEG of the photo", check_proof),
     ),
+    deliverables=(
+        Deliverable(f"{STUDIO}/{{order}}.xcf", "gui", owner=DESIGNER,
+                    description="the master <order_id>.xcf (saved by the designer's GIMP)"),
+        Deliverable(f"{OUTBOX}/manifest.csv", "cli", description="the lab manifest outbox/manifest.csv"),
+        Deliverable(f"{OUTBOX}/{{order}}_proof.jpg", "cli", description="the proof outbox/<order_id>_proof.jpg"),
+    ),
     oracle=oracle,
     profile="full",
     apps=("gimp", "imagemagick", "awk", "sha256sum"),
-    max_steps=40,
+    max_steps=150,  # the oracle's screen waits are steps too
     time_budget_s=1500.0,
 )

@@ -238,3 +238,55 @@ class ShortestPlayChecks:
         if saved is None or not route:
             return Verdict.failed("the saved game or the moves file is missing")
         return Verdict.check(saved[1] == route, f"saved {self.unit} {saved[1]!r}, moves file {route!r}")
+
+
+def changed_box(frame: np.ndarray, before: np.ndarray, *, block: int = 8) -> tuple[int, int, int, int] | None:
+    """The bounding box (x0, y0, x1, y1) of the largest connected region that changed since ``before``.
+
+    Blocks of ``block`` px with a third of their pixels changed are joined 4-connectedly, so a clock
+    ticking in a panel or a taskbar entry far from a new window does not widen its box (as it widens
+    the plain bounding box of every change that ``dialog_shown`` takes).
+    """
+    if frame.shape != before.shape:
+        return None
+    changed = _changed(frame, before)
+    rows, cols = changed.shape[0] // block, changed.shape[1] // block
+    hot = changed[:rows * block, :cols * block].reshape(rows, block, cols, block).mean(axis=(1, 3)) > 0.33
+    seen = np.zeros_like(hot)
+    best: tuple[int, tuple[int, int, int, int]] | None = None
+    for r0, c0 in zip(*np.nonzero(hot), strict=True):
+        if seen[r0, c0]:
+            continue
+        seen[r0, c0] = True
+        stack, size, box = [(int(r0), int(c0))], 0, [int(c0), int(r0), int(c0), int(r0)]
+        while stack:
+            r, c = stack.pop()
+            size += 1
+            box = [min(box[0], c), min(box[1], r), max(box[2], c), max(box[3], r)]
+            for nr, nc in ((r + 1, c), (r - 1, c), (r, c + 1), (r, c - 1)):
+                if 0 <= nr < rows and 0 <= nc < cols and hot[nr, nc] and not seen[nr, nc]:
+                    seen[nr, nc] = True
+                    stack.append((nr, nc))
+        if best is None or size > best[0]:
+            best = (size, (box[0] * block, box[1] * block, (box[2] + 1) * block, (box[3] + 1) * block))
+    return None if best is None else best[1]
+
+
+def wait_box(ctx: OracleContext, before: np.ndarray, *, min_size: tuple[int, int] = DIALOG_MIN, tries: int = 40,
+             seconds: float = 0.5) -> Iterator[ActionLike]:
+    """Wait steps until a new window or box at least ``min_size`` px shows (``changed_box``) and holds still.
+
+    Used by tasks whose apps draw dialogs over their own windows (GIMP, xboard, Thunar, OpenSCAD); the
+    oracle looks at its observations as an agent does.
+    """
+    previous = None
+    for _try in range(tries):
+        assert ctx.obs is not None
+        frame = ctx.obs["screen"]
+        box = changed_box(frame, before)
+        if (box is not None and previous is not None and previous.shape == frame.shape
+                and box[2] - box[0] >= min_size[0] and box[3] - box[1] >= min_size[1]
+                and int(_changed(frame, previous).sum()) <= SETTLED_PIXELS):
+            return
+        previous = frame
+        yield {"kind": "wait", "seconds": seconds}
