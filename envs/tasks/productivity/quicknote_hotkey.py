@@ -1,10 +1,13 @@
 """Weave-Productivity-2: write a quick-capture script and bind it to a hotkey in XFCE's Keyboard settings.
 
-The script is shell work and is checked by running it. The hotkey is a desktop
-setting: it must be made in the open Keyboard settings dialog (Application
-Shortcuts), which stores it through xfconf. Setting the property from the shell
-(``xfconf-query -s``, D-Bus calls, editing the channel's XML) is flagged, so a
-shell alone cannot finish; the dialog alone cannot write the script.
+The script is shell work (the workspace account's file) and is checked by
+running it. The hotkey is a desktop setting: it must be made in the open
+Keyboard settings dialog (Application Shortcuts), which stores it through the
+desktop session's xfconfd. The shell cannot reach that: the session bus admits
+only the desktop account, and the channel's XML lives under ~/.config, the
+desktop account's 0755 folders. Setting the property from the shell
+(``xfconf-query -s``, D-Bus calls, editing the channel's XML) is flagged too;
+the dialog alone cannot write the script.
 """
 
 from __future__ import annotations
@@ -14,8 +17,9 @@ import shlex
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from weavegym.envs.setup_context import HOME, SetupContext
-from weavegym.envs.task import ActionLike, Channels, OracleContext, Prepared, Task
+from weavegym.envs.setup_context import HOME, SHARED_GROUP, SetupContext
+from weavegym.envs.task import ActionLike, Channels, Deliverable, OracleContext, Prepared, Task
+from weavegym.envs.tasks.docs.office import screen, wait_screen
 from weavegym.evaluators import Clause, ForbiddenPattern, ForbiddenPatterns, GuiArtifactViaCli, Probe, Verdict
 
 SCRIPT = f"{HOME}/bin/quicknote"
@@ -24,7 +28,9 @@ CHANNEL = "xfce4-keyboard-shortcuts"
 CHANNEL_XML = f"{HOME}/.config/xfce4/xfconf/xfce-perchannel-xml/{CHANNEL}.xml"
 KEYS = ("n", "j", "k", "u", "y", "i", "o", "b")  # Super+<key> combos XFCE leaves free
 TOPICS = ("Call the landlord about the heating", "Renew the parking permit", "Draft the Q3 budget email",
-          "Book the team offsite venue", "Review Ana's pull request", "Order new printer toner")
+          "Book the team offsite venue", "Review Ana's pull request", "Order new printer toner",
+          "Send the signed lease back", "Ask IT about the VPN token", "Plan the sprint demo",
+          "Pick up the dry cleaning", "Update the onboarding checklist", "Reply to the auditor")
 
 # Sets $addr to the desktop session's D-Bus address (from xfce4-session's environment), or exits 3.
 SESSION_BUS = r"""
@@ -54,6 +60,8 @@ def setup(ctx: SetupContext) -> Prepared:
         ctx.rng.choice(len(TOPICS), size=3, replace=False), strict=True)]
     inbox = "\n".join(lines) + "\n"
     ctx.write_file(INBOX, inbox)
+    # ~/bin is shared: the shell writes the script there (its own file), the desktop runs it from the hotkey.
+    ctx.run(["install", "-d", "-m", "2775", "-o", ctx.user, "-g", SHARED_GROUP, f"{HOME}/bin"])
     ctx.launch_gui(f"cd {HOME} && {{as_user}} xfce4-keyboard-settings", name="keyboard")
     window = ctx.wait_window(r"^Keyboard$", timeout=180)
     return Prepared(params={"key": key.upper()},
@@ -116,30 +124,28 @@ def check_appends(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
                          f"expected one line '- {today} HH:MM {truth['probe_text']}'")
 
 
-def _wait_window(title: str, *, gone: bool = False) -> ActionLike:
-    """A shell action that waits (with a deadline) until a window titled ``title`` is mapped, or gone."""
-    loop = "while" if gone else "until"
-    return {"kind": "shell", "timeout": 120,
-            "command": f"timeout 90 sh -c '{loop} xdotool search --onlyvisible --name \"^{title}$\" >/dev/null; "
-                       "do sleep 0.2; done'"}
-
-
 def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
     yield {"kind": "shell", "command": f"mkdir -p ~/bin && cat > ~/bin/quicknote <<'EOF'\n{QUICKNOTE}EOF\n"
                                        "chmod +x ~/bin/quicknote && ls -l ~/bin/quicknote"}
-    # Focus the dialog (a click could land on a control and change the keyboard focus inside it).
-    yield {"kind": "shell", "command": "xdotool search --onlyvisible --name '^Keyboard$' windowactivate --sync",
-           "timeout": 60}
+    # Focus the dialog by a click on the empty middle of its button row (a click on a control could move the
+    # keyboard focus inside it). The shell cannot see the desktop's windows: the oracle watches its frames.
+    x, y, w, h = ctx.truth["window"]
+    yield {"kind": "click", "x": x + w // 2, "y": y + h - 12}
     yield {"kind": "key", "keys": "ctrl+Page_Down"}  # Behavior -> Application Shortcuts
     yield {"kind": "key", "keys": "Tab"}  # the tab strip -> the shortcut list
     yield {"kind": "key", "keys": "Tab"}  # -> the Add button
+    yield {"kind": "wait", "seconds": 1}
+    before = screen(ctx)
     yield {"kind": "key", "keys": "Return"}
-    yield _wait_window("Shortcut Command")
+    yield from wait_screen(ctx, before, min_changed=8000, confirm=1)  # "Shortcut Command"
     yield {"kind": "type", "text": SCRIPT}
+    before = screen(ctx)
     yield {"kind": "key", "keys": "Return"}
-    yield _wait_window("Command Shortcut")
+    yield from wait_screen(ctx, before, min_changed=4000, confirm=1)  # "Command Shortcut": press the keys
+    yield {"kind": "wait", "seconds": 1}
+    before = screen(ctx)
     yield {"kind": "key", "keys": f"super+{ctx.truth['key']}"}
-    yield _wait_window("Command Shortcut", gone=True)
+    yield from wait_screen(ctx, before, min_changed=4000)  # the grab dialog closes, the list shows the shortcut
     yield {"kind": "done"}
 
 
@@ -159,12 +165,13 @@ TASK = Task(
         "arguments joined by spaces; run without arguments, it should ask for the text with a zenity entry. "
         "Keep the existing inbox lines. 2) In the open Keyboard settings dialog, add an application shortcut "
         "Super+{key} (the {key} key, no Shift) that runs /home/user/bin/quicknote. Desktop settings must be "
-        "changed in the settings dialog, not with xfconf-query. Then finish."),
+        "changed in the settings dialog (the shell cannot reach the desktop's settings; xfconf-query writes count "
+        "as tampering). Then finish."),
     channels=Channels(
         gui="add the application shortcut in XFCE's Keyboard settings dialog",
         cli="write and test the quicknote script",
-        why_both="the hotkey is a desktop setting made in the Keyboard settings dialog (shell writes to xfconf "
-                 "are flagged), while the script is shell work"),
+        why_both="the hotkey is a desktop setting made in the Keyboard settings dialog (the shell's account "
+                 "cannot reach the desktop session's xfconf), while the script is shell work"),
     setup=setup,
     clauses=(
         Clause("hotkey_bound", "Super+key runs ~/bin/quicknote (xfconf)", check_binding, weight=2.0,
@@ -175,9 +182,13 @@ TASK = Task(
     ),
     rules=(ForbiddenPatterns(XFCONF_WRITES, defaults=False),
            GuiArtifactViaCli([CHANNEL_XML], "keyboard shortcuts are set in the Keyboard settings dialog")),
+    deliverables=(
+        Deliverable(CHANNEL_XML, "gui", description="the keyboard-shortcuts channel xfconfd saves for the dialog"),
+        Deliverable(SCRIPT, "cli", description="~/bin/quicknote"),
+    ),
     oracle=oracle,
     profile="full",
     apps=("xfce4-keyboard-settings", "xfconf", "sh"),
-    max_steps=30,
+    max_steps=200,
     time_budget_s=900.0,
 )
