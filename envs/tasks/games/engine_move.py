@@ -1,11 +1,19 @@
 """Weave-Games-2: ask GNU Chess for the best move of the position on the xboard board, play it, save the PGN.
 
 The position exists only in the running xboard (it was loaded from a file that
-setup deleted). The engine's choice at a fixed depth comes from running
-gnuchess from the command line (CLI); the move must then be played on the
-xboard board and the game saved as PGN from xboard's File > Save Game dialog
-(GUI). The checker compares the saved PGN with the engine's move, which setup
-computed in the guest with the same engine and depth.
+setup deleted), and the shell (workspace account) cannot reach the desktop: no
+clipboard, no windows. The agent reads the position off the board and types it
+(as FEN) into its engine command. The engine's choice at a fixed depth comes
+from running gnuchess from the command line (CLI), written to a file that must
+belong to the workspace account; the move must then be played on the xboard
+board and the game saved as PGN from xboard's File > Save Game dialog (GUI),
+a file that must belong to the desktop account. The checker compares the saved
+PGN with the engine's move, which setup computed in the guest with the same
+engine and depth.
+
+Positions: one of 12 middlegames, colour-reversed or not, then 2-7 random quiet
+plies (legal, no capture, castling or promotion) chosen by the seed, so the
+positions (and their best moves) do not repeat across seeds.
 """
 
 from __future__ import annotations
@@ -14,16 +22,18 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+import numpy as np
+
 from weavegym.envs.setup_context import HOME, SetupContext
-from weavegym.envs.task import ActionLike, Channels, OracleContext, Prepared, Task
-from weavegym.envs.tasks.games.sgt_common import wait_window_action
+from weavegym.envs.task import ActionLike, Channels, Deliverable, OracleContext, Prepared, Task
+from weavegym.envs.tasks.games.sgt_common import python_command, wait_box, wait_file_action
 from weavegym.evaluators import Clause, GuiArtifactViaCli, Probe, Verdict
 
 PGN = f"{HOME}/analysis.pgn"
 BEST = f"{HOME}/best_move.txt"
 START = "/tmp/.position.fen"
 DEPTH = 5
-SAVE_DIALOG = "Save game file name"
+MIN_PLIES, MAX_PLIES = 2, 7
 # Middlegame positions (White to move) reached by well-known opening lines.
 POSITIONS = (
     "r1bq1rk1/2p1bppp/p2p1n2/np2p3/4P3/1BP2N1P/PP1P1PP1/RNBQR1K1 w - -",
@@ -56,10 +66,126 @@ print("bestmove", ask(f"go depth {depth}", "bestmove")[1])
 p.stdin.write("quit\n"); p.stdin.flush(); p.wait()
 """
 
-# The oracle's CLI step: the FEN xboard put on the clipboard (Edit > Copy Position), then the engine.
-ORACLE_CLI = ("fen=$(python3 -c 'import tkinter; r = tkinter.Tk(); r.withdraw(); print(r.clipboard_get())') && "
-              "echo \"$fen\" && python3 - \"$fen\" " + str(DEPTH) + " <<'PY' | tee /dev/stderr | awk '{print $2}' "
-              "> ~/best_move.txt && echo BEST $(cat ~/best_move.txt)\n" + ENGINE.strip() + "\nPY")
+# The oracle's CLI step: the engine on the FEN the agent read off the board, its move into ~/best_move.txt.
+ORACLE_CLI = ENGINE.strip().replace('print("bestmove", ask(f"go depth {depth}", "bestmove")[1])',
+                                    'move = ask(f"go depth {depth}", "bestmove")[1]\n'
+                                    'open("best_move.txt", "w").write(move + "\\n")\nprint("BEST", move)')
+
+KNIGHT = ((1, 2), (2, 1), (2, -1), (1, -2), (-1, -2), (-2, -1), (-2, 1), (-1, 2))
+KING = ((1, 0), (1, 1), (0, 1), (-1, 1), (-1, 0), (-1, -1), (0, -1), (1, -1))
+ROOK, BISHOP = ((1, 0), (0, 1), (-1, 0), (0, -1)), ((1, 1), (-1, 1), (-1, -1), (1, -1))
+Board = dict[tuple[int, int], str]  # (file 0-7, rank 0-7) -> FEN letter; empty squares absent
+
+
+def parse_board(fen: str) -> Board:
+    board: Board = {}
+    for row, text in enumerate(fen.split()[0].split("/")):
+        col = 0
+        for ch in text:
+            if ch.isdigit():
+                col += int(ch)
+            else:
+                board[(col, 7 - row)] = ch
+                col += 1
+    return board
+
+
+def board_fen(board: Board) -> str:
+    rows = []
+    for rank in range(7, -1, -1):
+        row, empty = "", 0
+        for file in range(8):
+            ch = board.get((file, rank))
+            if ch is None:
+                empty += 1
+                continue
+            row += (str(empty) if empty else "") + ch
+            empty = 0
+        rows.append(row + (str(empty) if empty else ""))
+    return "/".join(rows)
+
+
+def attacked(board: Board, square: tuple[int, int], by_white: bool) -> bool:
+    """Whether the side ``by_white`` attacks ``square``."""
+    x, y = square
+
+    def has(at: tuple[int, int], letters: str) -> bool:
+        ch = board.get(at)
+        return ch is not None and ch.isupper() == by_white and ch.upper() in letters
+
+    pawn_rank = y - 1 if by_white else y + 1
+    if any(has((x + dx, pawn_rank), "P") for dx in (-1, 1)):
+        return True
+    if any(has((x + dx, y + dy), "N") for dx, dy in KNIGHT) or any(has((x + dx, y + dy), "K") for dx, dy in KING):
+        return True
+    for directions, letters in ((ROOK, "RQ"), (BISHOP, "BQ")):
+        for dx, dy in directions:
+            cx, cy = x + dx, y + dy
+            while 0 <= cx < 8 and 0 <= cy < 8:
+                if (cx, cy) in board:
+                    if has((cx, cy), letters):
+                        return True
+                    break
+                cx, cy = cx + dx, cy + dy
+    return False
+
+
+def quiet_moves(board: Board, white: bool) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """Legal moves of ``white``'s side that capture nothing, castle not, promote not (no en passant either)."""
+    found = []
+    for (x, y), ch in board.items():
+        if ch.isupper() != white:
+            continue
+        piece, targets = ch.upper(), []
+        if piece == "P":
+            step, home = (1, 1) if white else (-1, 6)
+            if (x, y + step) not in board and 0 < y + step < 7:
+                targets.append((x, y + step))
+                if y == home and (x, y + 2 * step) not in board:
+                    targets.append((x, y + 2 * step))
+        elif piece in "NK":
+            targets = [(x + dx, y + dy) for dx, dy in (KNIGHT if piece == "N" else KING)]
+        else:
+            for dx, dy in {"R": ROOK, "B": BISHOP, "Q": ROOK + BISHOP}[piece]:
+                cx, cy = x + dx, y + dy
+                while 0 <= cx < 8 and 0 <= cy < 8 and (cx, cy) not in board:
+                    targets.append((cx, cy))
+                    cx, cy = cx + dx, cy + dy
+        for to in targets:
+            if not (0 <= to[0] < 8 and 0 <= to[1] < 8) or to in board:
+                continue
+            after = dict(board)
+            del after[(x, y)]
+            after[to] = ch
+            king = next(sq for sq, c in after.items() if c == ("K" if white else "k"))
+            if not attacked(after, king, not white):
+                found.append(((x, y), to))
+    return sorted(found)
+
+
+def random_quiet_plies(fen: str, plies: int, rng: np.random.Generator) -> str | None:
+    """``fen`` after ``plies`` random quiet legal moves (castling rights kept up to date), or None if stuck."""
+    board = parse_board(fen)
+    _board, side, castling = fen.split()[:3]
+    white = side == "w"
+    rights = set(castling) - {"-"}
+    corners = {(0, 0): "Q", (7, 0): "K", (0, 7): "q", (7, 7): "k"}
+    for _ply in range(plies):
+        moves = quiet_moves(board, white)
+        if not moves:
+            return None
+        src, dst = moves[int(rng.integers(len(moves)))]
+        piece = board.pop(src)
+        board[dst] = piece
+        if piece.upper() == "K":
+            rights -= {"K", "Q"} if white else {"k", "q"}
+        rights.discard(corners.get(src, ""))
+        white = not white
+    king = next(sq for sq, c in board.items() if c == ("K" if white else "k"))
+    if attacked(board, king, not white) or len(quiet_moves(board, white)) < 8:
+        return None  # no position in check, none with hardly a move
+    order = "".join(r for r in "KQkq" if r in rights) or "-"
+    return f"{board_fen(board)} {'w' if white else 'b'} {order} -"
 
 
 def mirror(fen: str) -> str:
@@ -71,15 +197,20 @@ def mirror(fen: str) -> str:
 
 
 def setup(ctx: SetupContext) -> Prepared:
-    fen = POSITIONS[int(ctx.rng.integers(len(POSITIONS)))]
-    fen = (mirror(fen) if ctx.rng.integers(2) else fen) + " 0 20"
+    fen = None
+    while fen is None:
+        base = POSITIONS[int(ctx.rng.integers(len(POSITIONS)))]
+        base = mirror(base) if ctx.rng.integers(2) else base
+        fen = random_quiet_plies(base, int(ctx.rng.integers(MIN_PLIES, MAX_PLIES + 1)), ctx.rng)
+    fen += " 0 20"
     best = ctx.run(["python3", "-c", ENGINE, fen, str(DEPTH)], timeout=300).stdout.split()[-1]
     ctx.write_file(START, fen + "\n")
     ctx.launch_gui(f"cd {HOME} && {{as_user}} /usr/games/xboard -ncp -lpf {START} -startupMessage ''", name="xboard")
     window = ctx.wait_window(re.escape(START))
     ctx.run(["rm", "-f", START])  # the position now lives only in xboard
     side = "White" if fen.split()[1] == "w" else "Black"
-    return Prepared(params={"side": side, "depth": DEPTH},
+    rights = fen.split()[2]
+    return Prepared(params={"side": side, "depth": DEPTH, "castling": "none" if rights == "-" else rights},
                     truth={"fen": fen, "best": best, "window": [window.x, window.y, window.width, window.height]})
 
 
@@ -155,21 +286,28 @@ def check_best_file(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
 def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
     x, y, w, _h = ctx.truth["window"]
     yield {"kind": "click", "x": x + w // 2, "y": max(y - 10, 1)}  # the title bar: focus without touching the board
-    yield {"kind": "key", "keys": "shift+ctrl+c"}  # Edit > Copy Position
-    yield {"kind": "shell", "command": ORACLE_CLI, "timeout": 300}
+    # An agent reads the position off the board in its screenshot and types it as FEN; the oracle knows it.
+    yield {"kind": "shell", "timeout": 300,
+           "command": "cd ~ && " + python_command(ORACLE_CLI, ctx.truth["fen"], str(DEPTH))}
     assert ctx.obs is not None
     found = re.search(r"^BEST (\S+)$", ctx.obs["terminal"], re.M)
-    move = found.group(1) if found else ctx.truth["best"]  # gui-only ablation: play it anyway
+    move = found.group(1) if found else ctx.truth["best"]  # gui-only adversary: play it anyway
+    before = ctx.obs["screen"].copy()
     yield {"kind": "type", "text": move[0]}  # the first key opens xboard's "Type a move" box
-    yield wait_window_action("Type a move")
+    yield from wait_box(ctx, before, min_size=(100, 40), tries=30)  # the box opens
     yield {"kind": "type", "text": move[1:]}
+    assert ctx.obs is not None
+    before = ctx.obs["screen"].copy()
     yield {"kind": "key", "keys": "Return"}
+    yield from wait_box(ctx, before, min_size=(100, 40), tries=30)  # the box closes
+    assert ctx.obs is not None
+    before = ctx.obs["screen"].copy()
     yield {"kind": "key", "keys": "ctrl+s"}  # File > Save Game
-    yield wait_window_action(SAVE_DIALOG)
+    yield from wait_box(ctx, before, tries=40)
     yield {"kind": "type", "text": PGN}
     for _attempt in range(3):  # a file chooser may swallow the first Return to finish its completion
         yield {"kind": "key", "keys": "Return"}
-        yield wait_window_action(SAVE_DIALOG, present=False, seconds=15, then="echo SAVED")
+        yield wait_file_action(PGN, seconds=15)
         assert ctx.obs is not None
         if "SAVED" in ctx.obs["terminal"]:
             break
@@ -182,14 +320,17 @@ TASK = Task(
     instruction=(
         "xboard shows a chess position with {side} to move. 1) Find GNU Chess's best move for it at a fixed "
         "search depth of {depth} plies (e.g. `gnuchess -u` speaks UCI: `position fen <FEN>`, then "
-        "`go depth {depth}`), and write that move in coordinate notation (like e2e4) to ~/best_move.txt. "
+        "`go depth {depth}`; your shell cannot see the screen or the desktop's clipboard, so read the position "
+        "off the board and give it as FEN: castling rights {castling} (in FEN letters), no en passant square), "
+        "and write that move in coordinate notation (like e2e4) to ~/best_move.txt from your shell. "
         "2) Play exactly that move on the xboard board. 3) Save the game from xboard (File > Save Game) as "
         "~/analysis.pgn, then finish. Do not play any other move."),
     channels=Channels(
         gui="read the position off xboard, play the move on its board, save the game from its Save dialog",
-        cli="run gnuchess on the position at the given depth and write its move to a file",
-        why_both="the position lives only in xboard and the PGN must come from it, while the engine's choice "
-                 "at a fixed depth comes only from running gnuchess"),
+        cli="run gnuchess on the position (as FEN, read off the board) at the given depth and write its move "
+            "to a file",
+        why_both="the position lives only in xboard and the PGN must come from it (the desktop account's file), "
+                 "while the engine's choice at a fixed depth comes only from running gnuchess in the shell"),
     setup=setup,
     clauses=(
         Clause("pgn_position", "~/analysis.pgn starts from the position on the board", check_pgn_position,
@@ -200,9 +341,13 @@ TASK = Task(
         Clause("best_move_file", "~/best_move.txt names the engine's move", check_best_file, weight=2.0),
     ),
     rules=(GuiArtifactViaCli([PGN], "the PGN must be saved by xboard"),),
+    deliverables=(
+        Deliverable(PGN, "gui", description="~/analysis.pgn (saved by xboard)"),
+        Deliverable(BEST, "cli", description="~/best_move.txt (the engine's move, from the shell)"),
+    ),
     oracle=oracle,
     profile="full",
     apps=("xboard", "gnuchess", "python3"),
-    max_steps=40,
+    max_steps=130,  # the oracle's screen waits are steps too
     time_budget_s=1200.0,
 )

@@ -1,10 +1,13 @@
 """Weave-Spatial-2: recover a deleted OpenSCAD model from the open editor, fix its holes, export and measure it.
 
 The only copy of the bracket's source is the text still open in the OpenSCAD
-editor (setup deleted the file), so it can only be brought back through the
-GUI's File > Save As. The model's holes are blind and too small; fixing the
-code, exporting the STL and measuring its volume are command-line work
-(openscad -o, admesh). The checker measures the STL itself with numpy.
+editor (setup deleted the file; the editor runs as the desktop account, which
+the shell's workspace account cannot reach), so it can only be brought back
+through the GUI's File > Save As, as ~/bracket.scad: a file of the desktop
+account, kept as the editor had it. The model's holes are blind and too small;
+fixing the code (into ~/bracket_fixed.scad), exporting the STL and measuring
+its volume are command-line work (openscad -o, admesh), files of the workspace
+account. The checker measures the STL itself with numpy.
 """
 
 from __future__ import annotations
@@ -14,17 +17,17 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from weavegym.envs.setup_context import HOME, SetupContext
-from weavegym.envs.task import ActionLike, Channels, OracleContext, Prepared, Task
-from weavegym.envs.tasks.games.sgt_common import wait_window_action
+from weavegym.envs.task import ActionLike, Channels, Deliverable, OracleContext, Prepared, Task
+from weavegym.envs.tasks.games.sgt_common import wait_box, wait_file_action
 from weavegym.envs.tasks.spatial.stl_geometry import bbox, polygon_area, triangles, volume
 from weavegym.evaluators import Clause, Probe, Verdict
 
 SCAD = f"{HOME}/bracket.scad"
+FIXED = f"{HOME}/bracket_fixed.scad"
 STL = f"{HOME}/bracket.stl"
 REPORT = f"{HOME}/bracket_volume.txt"
 SOURCE_DIR = "/tmp/.cad-session"
 FN = 48
-SAVE_DIALOG = "Save File"
 
 MODEL = """// Mounting bracket {part_id}
 // plate: length x width x thickness (mm)
@@ -55,7 +58,7 @@ def setup(ctx: SetupContext) -> Prepared:
     # needs its directory to stay)
     expected = (length * width - 4 * polygon_area(hole_d / 2, FN)) * thickness
     return Prepared(params={"hole_d": hole_d},
-                    truth={"part_id": part_id, "size": [length, width, thickness], "volume": expected,
+                    truth={"part_id": part_id, "source": source, "size": [length, width, thickness], "volume": expected,
                            "window": [window.x, window.y, window.width, window.height]})
 
 
@@ -68,9 +71,18 @@ def check_recovered(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
     text = probe.read_text(SCAD)
     if text is None:
         return Verdict.failed(f"{SCAD} does not exist")
-    return Verdict.check(truth["part_id"] in text and "difference" in text,
-                         f"{SCAD} ({len(text)} chars) {'holds' if truth['part_id'] in text else 'lacks'} the "
-                         f"editor's model {truth['part_id']}")
+    same = text.strip() == truth["source"].strip()
+    return Verdict.check(same, f"{SCAD} ({len(text)} chars) {'is' if same else 'is not'} the editor's model "
+                               f"{truth['part_id']} as it was open")
+
+
+def check_fixed(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
+    text = probe.read_text(FIXED)
+    if text is None:
+        return Verdict.failed(f"{FIXED} does not exist")
+    ok = truth["part_id"] in text and "difference" in text and text.strip() != truth["source"].strip()
+    return Verdict.check(ok, f"{FIXED} ({len(text)} chars) {'is' if ok else 'is not'} a changed copy of the model "
+                             f"{truth['part_id']}")
 
 
 def check_stl(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
@@ -116,21 +128,23 @@ def check_report(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
 def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
     x, y, w, _h = ctx.truth["window"]
     yield {"kind": "click", "x": x + w // 2, "y": max(y - 10, 1)}  # the title bar: focus the OpenSCAD window
+    assert ctx.obs is not None
+    before = ctx.obs["screen"].copy()
     yield {"kind": "key", "keys": "ctrl+shift+s"}  # File > Save As...
-    yield wait_window_action(SAVE_DIALOG, seconds=120)
+    yield from wait_box(ctx, before, tries=60)  # the shell cannot see windows; the screen can
     yield {"kind": "type", "text": SCAD}
-    for _attempt in range(3):
+    for _attempt in range(3):  # a file chooser may swallow the first Return to finish its completion
         yield {"kind": "key", "keys": "Return"}
-        yield wait_window_action(SAVE_DIALOG, present=False, seconds=20, then="test -s ~/bracket.scad && echo SAVED")
+        yield wait_file_action(SCAD, seconds=20)
         assert ctx.obs is not None
         if "SAVED" in ctx.obs["terminal"]:
             break
     hole_d = ctx.params["hole_d"]
     yield {"kind": "shell", "timeout": 600, "command": (
-        f"cd ~ && sed -i -e 's|^hole_d = [0-9.]*;|hole_d = {hole_d};|' "
+        f"cd ~ && sed -e 's|^hole_d = [0-9.]*;|hole_d = {hole_d};|' "
         "-e 's|translate(\\[x, y, 0\\])|translate([x, y, -1])|' -e 's|h = plate\\[2\\] / 2|h = plate[2] + 2|' "
-        "bracket.scad && grep -n -e hole_d -e translate -e cylinder bracket.scad && "
-        "openscad -o bracket.stl bracket.scad && admesh bracket.stl | "
+        "bracket.scad > bracket_fixed.scad && grep -n -e hole_d -e translate -e cylinder bracket_fixed.scad && "
+        "openscad -o bracket.stl bracket_fixed.scad && admesh bracket.stl | "
         "sed -n 's/.*Volume *: *\\([0-9.]*\\).*/\\1/p' | tee bracket_volume.txt")}
     yield {"kind": "done"}
 
@@ -140,28 +154,36 @@ TASK = Task(
     title="Recover the bracket model from the OpenSCAD editor, fix its holes, export and measure",
     instruction=(
         "The mounting bracket's source file was deleted from disk, but its model is still open in the OpenSCAD "
-        "editor. 1) Save the editor's model as ~/bracket.scad. 2) Fix the model: the four mounting holes must be "
-        "{hole_d} mm in diameter and go all the way through the plate (keep their positions, the plate and $fn "
-        "as they are). 3) Export the fixed model as STL to ~/bracket.stl. 4) Write the STL's volume in mm^3 "
-        "(e.g. as admesh reports it) to ~/bracket_volume.txt, then finish."),
+        "editor. 1) Save the editor's model, unchanged, as ~/bracket.scad (from OpenSCAD). 2) With your shell, "
+        "write a fixed copy to ~/bracket_fixed.scad: the four mounting holes must be {hole_d} mm in diameter and "
+        "go all the way through the plate (keep their positions, the plate and $fn as they are). 3) Export the "
+        "fixed model as STL to ~/bracket.stl. 4) Write the STL's volume in mm^3 (e.g. as admesh reports it) to "
+        "~/bracket_volume.txt, then finish."),
     channels=Channels(
         gui="save the model still open in the OpenSCAD editor back to disk with File > Save As",
-        cli="fix the SCAD code, export the STL with openscad and measure its volume with admesh",
-        why_both="the source survives only in the GUI editor, while the fix, export and measurement are done "
-                 "with command-line tools"),
+        cli="write the fixed SCAD code, export the STL with openscad and measure its volume with admesh",
+        why_both="the source survives only in the GUI editor (the desktop account's, out of the shell's reach), "
+                 "while the fix, export and measurement are done with command-line tools"),
     setup=setup,
     clauses=(
-        Clause("recovered", "~/bracket.scad holds the model from the editor", check_recovered, critical=True,
-               cap=0.25),
+        Clause("recovered", "~/bracket.scad holds the model from the editor, unchanged", check_recovered,
+               critical=True, cap=0.25),
+        Clause("fixed_source", "~/bracket_fixed.scad is a changed copy of the model", check_fixed),
         Clause("stl_valid", "~/bracket.stl is a triangle mesh", check_stl, critical=True, cap=0.5),
         Clause("stl_bbox", "the STL keeps the plate's size", check_bbox),
         Clause("stl_volume", "the STL's volume matches four through-holes of the required diameter",
                check_volume, weight=2.0),
         Clause("volume_report", "~/bracket_volume.txt holds the STL's volume", check_report),
     ),
+    deliverables=(
+        Deliverable(SCAD, "gui", description="~/bracket.scad (saved by the OpenSCAD editor)"),
+        Deliverable(FIXED, "cli", description="~/bracket_fixed.scad"),
+        Deliverable(STL, "cli", description="~/bracket.stl"),
+        Deliverable(REPORT, "cli", description="~/bracket_volume.txt"),
+    ),
     oracle=oracle,
     profile="full",
     apps=("openscad", "admesh"),
-    max_steps=30,
+    max_steps=90,  # the oracle's screen waits are steps too
     time_budget_s=1200.0,
 )
