@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import re
 import socket
 import time
@@ -80,8 +81,35 @@ def test_wrong_key_is_rejected_with_a_clear_error(ssh_vm, tmp_path) -> None:
     vm, _key_file = ssh_vm
     start = time.monotonic()
     with pytest.raises(HostSetupError, match="rejected the login"):
-        SshLink(SshTarget("127.0.0.1", port=vm.ssh_port, key_file=_key(tmp_path / "other"))).connect()
+        SshLink(SshTarget("127.0.0.1", port=vm.ssh_port, key_file=_key(tmp_path / "other"), host_keys="any")).connect()
     assert time.monotonic() - start < 20
+
+
+def test_host_keys_are_verified_unless_the_caller_opts_in(ssh_vm, tmp_path) -> None:
+    """An unknown host is refused by default; accept-new records it; a changed key is refused even then."""
+    vm, key = ssh_vm
+    known = tmp_path / "known_hosts"
+
+    def target(policy: str) -> SshTarget:
+        return SshTarget("127.0.0.1", port=vm.ssh_port, key_file=key, host_keys=policy, known_hosts=known)
+
+    with pytest.raises(HostSetupError, match=r"not in .*known_hosts.*accept-new"):
+        SshLink(target("known")).connect()
+    assert not known.exists()
+    SshLink(target("accept-new")).connect().close()
+    recorded = known.read_text().split()
+    assert recorded[0] == f"[127.0.0.1]:{vm.ssh_port}" and len(recorded) == 3
+    SshLink(target("known")).connect().close()  # now it is known
+    # The machine "was replaced": the recorded key no longer matches, whatever the policy short of "any".
+    blob = base64.b64decode(recorded[2])
+    changed = base64.b64encode(blob[:-1] + bytes([blob[-1] ^ 1])).decode()
+    known.write_text(f"{recorded[0]} {recorded[1]} {changed}\n")
+    for policy in ("known", "accept-new"):
+        with pytest.raises(HostSetupError, match="host key mismatch"):
+            SshLink(target(policy)).connect()
+    SshLink(target("any")).connect().close()
+    with pytest.raises(ValueError, match="host_keys"):
+        SshTarget("127.0.0.1", host_keys="yes")
 
 
 @pytest.mark.timeout(900)
@@ -91,6 +119,7 @@ def test_one_episode_through_the_ssh_backend(ssh_vm) -> None:
     # The machine is a weavegym image, so it has the workspace account: the channels stay apart over ssh too.
     env = WeaveEnv(task, backend="ssh",
                    backend_options={"host": "127.0.0.1", "port": vm.ssh_port, "user": "root", "key_file": key,
+                                    "host_keys": "any",
                                     "workspace_user": "workspace", "xauthority": "/run/weavegym/Xauthority"})
     try:
         oracle = run_policy(env, "oracle", task.oracle, seed=0)

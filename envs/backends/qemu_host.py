@@ -60,13 +60,21 @@ def is_remote_uri(uri: str) -> bool:
 
 
 def ssh_target_of(uri: str, connect_timeout_s: float = 15.0) -> SshTarget:
-    """``qemu+ssh://user@host:port/system?keyfile=K`` -> the SSH login libvirt itself uses."""
+    """``qemu+ssh://user@host:port/system?keyfile=K`` -> the SSH login libvirt itself uses.
+
+    The host key is checked as libvirt checks it: against ``known_hosts=`` (or ~/.ssh/known_hosts), not
+    at all with ``no_verify=1``.
+    """
     parts = urlsplit(uri)
     if not parts.hostname:
         raise ValueError(f"libvirt URI {uri!r} names no host")
-    keyfile = parse_qs(parts.query).get("keyfile", [None])[0]
+    query = parse_qs(parts.query)
+    keyfile = query.get("keyfile", [None])[0]
+    known_hosts = query.get("known_hosts", [None])[0]
     return SshTarget(parts.hostname, parts.username or "root", parts.port or 22,
-                     Path(keyfile) if keyfile else None, connect_timeout_s)
+                     Path(keyfile) if keyfile else None, connect_timeout_s,
+                     host_keys="any" if query.get("no_verify", ["0"])[0] == "1" else "known",
+                     known_hosts=Path(known_hosts) if known_hosts else None)
 
 
 class LocalQemuHost:

@@ -21,6 +21,21 @@ import paramiko
 from weavegym.envs.errors import BackendError, HostSetupError
 from weavegym.guest_agent.relay import Relay, tcp_listener
 
+HOST_KEY_POLICIES = ("known", "accept-new", "any")
+
+
+class _RecordNewHostKey(paramiko.MissingHostKeyPolicy):
+    """accept-new: trust a host seen for the first time and write its key to known_hosts for next time."""
+
+    def __init__(self, known_hosts: Path) -> None:
+        self.known_hosts = known_hosts
+
+    def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey) -> None:
+        self.known_hosts.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        with self.known_hosts.open("a") as out:  # hostname is "[host]:port" off port 22, as OpenSSH writes it
+            out.write(f"{hostname} {key.get_name()} {key.get_base64()}\n")
+        client.get_host_keys().add(hostname, key.get_name(), key)
+
 
 @dataclass(frozen=True)
 class SshTarget:
@@ -29,7 +44,15 @@ class SshTarget:
     port: int = 22
     key_file: Path | None = None  # None: the ssh-agent and ~/.ssh/id_* keys
     connect_timeout_s: float = 15.0
-    strict_host_key: bool = False  # True: the host must be in ~/.ssh/known_hosts
+    # How the host's key is checked (as OpenSSH's StrictHostKeyChecking): "known" – it must already be in
+    # known_hosts; "accept-new" – a host seen for the first time is recorded there, a changed key is still
+    # refused; "any" – no check at all (what libvirt's no_verify=1 asks for; an explicit opt-in).
+    host_keys: str = "known"
+    known_hosts: Path | None = None  # None: ~/.ssh/known_hosts (and the system's, read only)
+
+    def __post_init__(self) -> None:
+        if self.host_keys not in HOST_KEY_POLICIES:
+            raise ValueError(f"host_keys must be one of {HOST_KEY_POLICIES}, not {self.host_keys!r}")
 
     def __str__(self) -> str:
         return f"{self.user}@{self.host}:{self.port}"
@@ -64,27 +87,43 @@ class SshLink:
             except (paramiko.SSHException, OSError, ValueError) as exc:
                 raise HostSetupError(f"ssh {t}: cannot read the private key {t.key_file}: {exc}") from None
         client = paramiko.SSHClient()
-        client.load_system_host_keys()
-        client.set_missing_host_key_policy(paramiko.RejectPolicy() if t.strict_host_key else paramiko.AutoAddPolicy())
+        known_hosts = Path(t.known_hosts or Path.home() / ".ssh" / "known_hosts").expanduser()
+        if t.host_keys == "any":  # nothing loaded: a recorded key that differs is not checked either
+            client.set_missing_host_key_policy(paramiko.AutoAddPolicy())
+        else:
+            if t.known_hosts is None:
+                client.load_system_host_keys()
+            elif known_hosts.is_file():
+                client.load_host_keys(str(known_hosts))
+            policy = _RecordNewHostKey(known_hosts) if t.host_keys == "accept-new" else paramiko.RejectPolicy()
+            client.set_missing_host_key_policy(policy)
         timeout = t.connect_timeout_s
         try:
             client.connect(t.host, port=t.port, username=t.user,
                            pkey=pkey, look_for_keys=pkey is None, allow_agent=pkey is None,
                            timeout=timeout, banner_timeout=timeout, auth_timeout=timeout, channel_timeout=timeout)
+        except paramiko.BadHostKeyException as exc:
+            client.close()
+            raise HostSetupError(f"ssh {t}: host key mismatch ({exc}); the machine was replaced or this is not "
+                                 f"the host you think; check it, then fix {known_hosts}") from None
         except paramiko.AuthenticationException as exc:
             client.close()
             raise HostSetupError(f"ssh {t}: the host rejected the login ({exc}); check the user and that "
                                  f"{t.key_file or 'your key'}'s public half is in ~{t.user}/.ssh/authorized_keys"
                                  ) from None
-        except paramiko.BadHostKeyException as exc:
+        except paramiko.SSHException as exc:
             client.close()
-            raise HostSetupError(f"ssh {t}: host key mismatch ({exc}); the machine was replaced or this is not "
-                                 "the host you think; fix ~/.ssh/known_hosts") from None
+            if "not found in known_hosts" not in str(exc):
+                raise HostSetupError(f"ssh {t}: cannot connect ({exc}); check the host name, the port and that "
+                                     "sshd runs there") from None
+            raise HostSetupError(f"ssh {t}: the host's key is not in {known_hosts}. Check its fingerprint and add "
+                                 f"it (ssh-keyscan -p {t.port} {t.host} >> {known_hosts}), or opt in with "
+                                 "host_keys='accept-new'") from None
         except TimeoutError as exc:
             client.close()
             raise HostSetupError(f"ssh {t}: no answer within {timeout:.0f} s ({exc or 'timed out'}); check the "
                                  "host name, the port and any firewall") from None
-        except (OSError, paramiko.SSHException) as exc:
+        except OSError as exc:
             client.close()
             raise HostSetupError(f"ssh {t}: cannot connect ({exc}); check the host name, the port and that "
                                  "sshd runs there") from None

@@ -45,7 +45,8 @@ class SshConfig:
     port: int = 22
     key_file: Path | None = None
     connect_timeout_s: float = 15.0
-    strict_host_key: bool = False
+    host_keys: str = "known"  # "known" | "accept-new" | "any": see SshTarget
+    known_hosts: Path | None = None  # None: ~/.ssh/known_hosts
     display: str = ":0"
     xauthority: str = ""  # XAUTHORITY for the agent, if the display needs one
     agent_port: int = 7611  # on the machine's 127.0.0.1; weavegym images already run their own agent on 7600
@@ -62,7 +63,8 @@ class SshConfig:
         if not self.host:
             raise ValueError("the ssh backend needs backend_options={'host': ..., 'user': ..., 'key_file': ...}")
         key = Path(self.key_file).expanduser() if self.key_file else None
-        return SshTarget(self.host, self.user, self.port, key, self.connect_timeout_s, self.strict_host_key)
+        known = Path(self.known_hosts).expanduser() if self.known_hosts else None
+        return SshTarget(self.host, self.user, self.port, key, self.connect_timeout_s, self.host_keys, known)
 
 
 class SshMachine:
