@@ -32,21 +32,9 @@ def test_task_follows_the_suite_rules(task) -> None:
     assert all(re.fullmatch(r"[a-z_][a-z0-9_]*", name) for name in fields), fields
 
 
-# Tasks of the `full` image not yet ported to the two-account model (no declared deliverables). They are
-# listed so the gap is visible and cannot grow: a new task must declare its deliverables from the start.
-NOT_YET_PORTED = {
-    "Weave-Productivity-2", "Weave-Productivity-3", "Weave-Docs-2", "Weave-Docs-3", "Weave-Games-2",
-    "Weave-Web-1", "Weave-Web-2", "Weave-Web-3", "Weave-Data-2", "Weave-Data-3", "Weave-DevOps-3",
-    "Weave-Spatial-2", "Weave-Design-2", "Weave-Design-3",
-}
-
-
 @pytest.mark.parametrize("task", TASKS, ids=[t.id for t in TASKS])
 def test_task_declares_what_each_channel_must_write(task) -> None:
     """Provenance needs declared deliverables: at least one for the GUI side and one for the CLI side."""
-    if task.id in NOT_YET_PORTED:
-        assert not task.deliverables, f"{task.id} is ported now: take it off NOT_YET_PORTED"
-        pytest.skip(f"{task.id}: not yet ported to the two-account model")
     channels = {d.channel for d in task.deliverables}
     assert channels == {"gui", "cli"}, f"{task.id} declares deliverables for {sorted(channels)} only"
     assert all(d.description for d in task.deliverables)
