@@ -67,25 +67,28 @@ class SetupContext:
         default is 0o644 and parents 0o755: the shell must not reconfigure the desktop's apps. A file that
         a GUI app changes in place and the checker then reads as a GUI deliverable needs ``mode=0o644``;
         material only the shell may change belongs to the workspace account (CONTRIBUTING.md, "Who owns
-        the task's material").
+        the task's material"). A file of ``owner="root"`` is neither account's: group root, 0o644, and
+        the folders made for it 0o755, so neither channel can change or replace it.
         """
         data = content.encode() if isinstance(content, str) else content
         parent = PurePosixPath(path).parent
         inside = PurePosixPath(path).relative_to(HOME).parts if PurePosixPath(path).is_relative_to(HOME) else ()
         private = bool(inside) and inside[0].startswith(".")
+        rootish = owner == "root"
+        group = "root" if rootish else SHARED_GROUP
         if parent.is_relative_to(HOME):
             # Every directory created under the home belongs to the owner, not just the last one:
             # apps refuse to start when e.g. ~/.config was left owned by root.
             chain = [str(d) for d in reversed((parent, *parent.parents)) if d.is_relative_to(HOME)]
             script = ('for d in "$@"; do [ -d "$d" ] || install -d -m "$MODE" -o "$OWNER" -g "$GROUP" "$d" || exit 1; '
                       'done')
-            self.run(["env", f"OWNER={owner}", f"GROUP={SHARED_GROUP}", f"MODE={'0755' if private else '2775'}",
+            self.run(["env", f"OWNER={owner}", f"GROUP={group}", f"MODE={'0755' if private or rootish else '2775'}",
                       "sh", "-c", script, "sh", *chain])
         else:
             self.run(["mkdir", "-p", str(parent)])
         if mode is None:
-            mode = 0o644 if private else 0o664
-        self.client.upload(data, path, mode=mode, owner=f"{owner}:{SHARED_GROUP}")
+            mode = 0o644 if private or rootish else 0o664
+        self.client.upload(data, path, mode=mode, owner=f"{owner}:{group}")
 
     def make_private_dir(self) -> str:
         self.run(["install", "-d", "-m", "0700", "-o", "root", "-g", "root", PRIVATE_DIR])

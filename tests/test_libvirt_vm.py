@@ -74,6 +74,15 @@ def test_setup_context_creates_user_owned_parents_and_launches_as_the_user(vm: L
     assert vm.client.exec("cat /home/user/.config/weavegym-t/deep/er/notes.txt").stdout == "ünïcode\n"
     ctx.write_file("/srv/weavegym-t/root.txt", "x", owner="root")
     assert vm.client.stat("/srv/weavegym-t").owner == "root"
+    # Root's material is neither channel's: not in the shared group, not writable, in a folder they cannot
+    # add to (the shell could otherwise rewrite a task's root-owned app or config).
+    ctx.write_file("/home/user/weavegym-t-root/app.py", "print(1)\n", owner="root")
+    for path in ("/srv/weavegym-t/root.txt", "/home/user/weavegym-t-root/app.py"):
+        st = vm.client.stat(path)
+        assert (st.owner, st.group, st.mode & 0o777) == ("root", "root", 0o644), path
+    denied = vm.client.exec("echo x >> /home/user/weavegym-t-root/app.py || echo refused; "
+                            "touch /home/user/weavegym-t-root/new || echo refused", user="workspace")
+    assert denied.stdout.split() == ["refused", "refused"], denied
     # openbox has no session bus; whatever launch_gui starts runs as the user, marked, on :0.
     assert ctx.session_bus_address() == ""
     ctx.launch_gui("{as_user} sh -c 'id -un; echo $DISPLAY; env; echo END' > /tmp/weavegym-t-launch.txt", name="t")
