@@ -148,29 +148,41 @@ def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
                                        "xargs -I{} cp {} ~/outbox/ && ls ~/outbox"}
     x, y, w, h = t["window"]
     empty = {"kind": "click", "x": x + w - 40, "y": y + h - 60}  # empty space in the folder view
-    for folder in (OUTBOX, UPLOAD):
-        yield empty
-        yield {"kind": "key", "keys": "ctrl+l"}  # the location bar
-        yield {"kind": "type", "text": folder}
-        yield {"kind": "key", "keys": "Return"}
-        yield {"kind": "wait", "seconds": 2.0}
-        yield empty
-        if folder == OUTBOX:
-            yield {"kind": "key", "keys": "ctrl+a"}
-            yield {"kind": "key", "keys": "ctrl+c"}  # copy (a move would keep the shell's files)
-        else:
-            yield {"kind": "key", "keys": "ctrl+v"}
-    yield _shell_wait(f"until [ $(ls ~/upload | grep -c .jpg) -eq {count} ]; do sleep 0.3; done", 60, "ls -l ~/upload")
+    jpgs = "$(ls ~/upload | grep -c \"\\.jpg$\")"
+    # Thunar loads a folder asynchronously and its window is not always repainted at once (the screen can lag),
+    # so each navigation gets a pause, and the shell checks the outcome: nothing pasted means the copy or the
+    # paste met a folder still loading, and the round is repeated with longer pauses (nothing is half done then).
+    for pause in (4.0, 8.0, 15.0):
+        for folder in (OUTBOX, UPLOAD):
+            yield empty
+            yield {"kind": "key", "keys": "ctrl+l"}  # the location bar
+            yield {"kind": "type", "text": folder}
+            yield {"kind": "key", "keys": "Return"}
+            yield {"kind": "wait", "seconds": pause}
+            yield empty
+            if folder == OUTBOX:
+                yield {"kind": "key", "keys": "ctrl+a"}
+                yield {"kind": "key", "keys": "ctrl+c"}  # copy (a move would keep the shell's files)
+                yield {"kind": "wait", "seconds": 1.0}
+            else:
+                yield {"kind": "key", "keys": "ctrl+v"}
+        yield {"kind": "shell", "timeout": 150,
+               "command": f"if timeout 25 sh -c 'until [ {jpgs} -gt 0 ]; do sleep 0.3; done'; then "
+                          f"timeout 90 sh -c 'until [ {jpgs} -eq {count} ]; do sleep 0.3; done' && echo READY; "
+                          "else echo NONE; find ~/outbox -type f ! -name 'IMG_*[0-9].jpg' -delete; fi; "
+                          "ls -l ~/upload"}
+        if "NONE" not in str((ctx.obs or {}).get("terminal") or ""):
+            break
     yield empty
     yield {"kind": "key", "keys": "ctrl+a"}
     assert ctx.obs is not None
     before = ctx.obs["screen"].copy()
     yield {"kind": "key", "keys": "F2"}  # several files selected: Rename Multiple Files
-    yield from wait_box(ctx, before, tries=40)  # the shell cannot see windows; the screen can
+    yield from wait_box(ctx, before, tries=80)  # the shell cannot see windows; the screen can
     for _ in range(5):
         yield {"kind": "key", "keys": "Tab"}  # file list -> ... -> the Insert renamer's Text entry
     yield {"kind": "type", "text": t["prefix"]}
-    for _ in range(3):  # Done stays insensitive until the dialog has previewed the new names
+    for _ in range(5):  # Done stays insensitive until the dialog has previewed the new names
         yield {"kind": "key", "keys": "alt+d"}  # Done: rename and close
         yield _shell_wait(f"until [ $(ls ~/upload | grep -c ^{t['prefix']}) -eq {count} ]; do sleep 0.3; done", 20)
         if "READY" in str((ctx.obs or {}).get("terminal") or ""):
@@ -217,6 +229,6 @@ TASK = Task(
     oracle=oracle,
     profile="full",
     apps=("thunar", "awk", "sha256sum"),
-    max_steps=90,  # the oracle's screen waits are steps too
+    max_steps=160,  # the oracle's screen waits are steps too
     time_budget_s=900.0,
 )
