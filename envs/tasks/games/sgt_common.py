@@ -76,19 +76,6 @@ def start_hidden(ctx: SetupContext, binary: str, game: str, params: str, desc: s
     return [window.x, window.y, window.width, window.height]
 
 
-def wait_window_action(title: str, *, present: bool = True, seconds: int = 60, then: str = "") -> dict[str, Any]:
-    """A shell action that waits (at most ``seconds``) until a window titled ``title`` is shown, or gone.
-
-    Only for a shell that can reach the display. The episode's shell runs as the workspace account,
-    which has no X access: there ``xdotool`` fails at once. Wait on what the shell can see instead
-    (``wait_file_action``), or on the screen (``wait_dialog``).
-    """
-    loop = "until" if present else "while"
-    command = (f"timeout {seconds} sh -c '{loop} xdotool search --onlyvisible --name \"{title}\" >/dev/null; "
-               "do sleep 0.2; done'" + (f" && {then}" if then else ""))
-    return {"kind": "shell", "timeout": seconds + 30, "command": command}
-
-
 def python_command(source: str, *args: str) -> str:
     """A shell command that runs the Python ``source`` with ``args`` on its command line (``sys.argv[1:]``).
 
