@@ -36,7 +36,7 @@ setup: system-deps venv services
 
 # There is no systemd on the CI machines: start the libvirt daemons by hand when they are not running.
 # /dev/kvm must be udev's root:kvm 0660: with a foreign group, libvirt's QEMU user cannot open it
-# and libvirt re-probes QEMU for ~60 s on every domain start (measured here; see envs/doctor.py).
+# and libvirt re-probes QEMU for ~60 s on every domain start (measured here; see weavegym/ops/doctor.py).
 services: system-deps
 	@if [ -e /dev/kvm ] && [ "$$(stat -c %G /dev/kvm)" != kvm ]; then \
 	  echo ">> /dev/kvm: group $$(stat -c %G /dev/kvm) -> kvm"; $(SUDO) chgrp kvm /dev/kvm; $(SUDO) chmod 660 /dev/kvm; fi
@@ -69,8 +69,7 @@ $(VENV)/.installed: pyproject.toml
 	@touch $@
 
 protos: venv
-	$(PY) -m grpc_tools.protoc --proto_path=protos --python_out=protos --pyi_out=protos \
-		--grpc_python_out=protos $(PROTO)
+	$(PY) -m grpc_tools.protoc --proto_path=protos --python_out=. --pyi_out=. --grpc_python_out=. $(PROTO)
 
 # Fails when the committed stubs differ from what the pinned grpcio-tools generates.
 check-protos: venv
@@ -78,7 +77,7 @@ check-protos: venv
 	$(PY) -m grpc_tools.protoc --proto_path=protos --python_out=$$tmp --pyi_out=$$tmp \
 		--grpc_python_out=$$tmp $(PROTO) && \
 	for f in $(GENERATED); do \
-	  cmp -s $$tmp/weavegym/agent/v1/$$f protos/weavegym/agent/v1/$$f || \
+	  cmp -s $$tmp/weavegym/agent/v1/$$f weavegym/agent/v1/$$f || \
 	    { echo "stale generated stub $$f: run 'make protos' and commit"; exit 1; }; \
 	done; echo ">> generated stubs are up to date"
 

@@ -7,9 +7,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from weavegym.envs.guest_client import GuestClient
-from weavegym.envs.local_agent import LocalAgent, LocalAgentConfig
-from weavegym.envs.xvfb import XvfbDisplay
+from weavegym.machine.guest_client import GuestClient
+from weavegym.testing.local_agent import LocalAgent, LocalAgentConfig
+from weavegym.testing.xvfb import XvfbDisplay
 
 
 def pytest_configure(config: pytest.Config) -> None:

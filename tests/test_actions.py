@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from weavegym.core.errors import InvalidActionError
 from weavegym.envs.actions import (
     ACTION_SPACE_FIELDS,
     BUTTONS,
@@ -28,7 +29,6 @@ from weavegym.envs.actions import (
     parse_action,
     tool_schema,
 )
-from weavegym.envs.errors import InvalidActionError
 from weavegym.envs.spaces import action_space
 
 SCREEN = (1280, 720)

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from weavegym.baselines.adversaries import FORGE_CHUNK, cli_only, forge_commands, gui_only, xdotool_command
 from weavegym.envs.actions import parse_action
-from weavegym.envs.adversaries import FORGE_CHUNK, cli_only, forge_commands, gui_only, xdotool_command
 from weavegym.envs.task import OracleContext
 
 SCREEN = (1280, 720)

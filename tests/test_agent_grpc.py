@@ -24,15 +24,15 @@ from Xlib import display as xdisplay
 
 from weavegym.agent.v1 import agent_pb2 as pb
 from weavegym.agent.v1 import agent_pb2_grpc as pb_grpc
-from weavegym.envs.deadline import wait_for
-from weavegym.envs.errors import (
+from weavegym.core.deadline import wait_for
+from weavegym.core.errors import (
     AgentAuthError,
     AgentRequestError,
     AgentUnavailableError,
     GuestPathNotFoundError,
 )
-from weavegym.envs.guest_client import GuestClient
-from weavegym.envs.local_agent import LocalAgent, LocalAgentConfig
+from weavegym.machine.guest_client import GuestClient
+from weavegym.testing.local_agent import LocalAgent, LocalAgentConfig
 
 COLOUR = (0x33, 0x99, 0xCC)
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from weavegym.envs.backends.domain_xml import DomainSpec, domain_xml
-from weavegym.envs.backends.libvirt_vm import LibvirtConfig, LibvirtVM
-from weavegym.envs.errors import HostSetupError
+from weavegym.core.errors import HostSetupError
+from weavegym.machine.backends.domain_xml import DomainSpec, domain_xml
+from weavegym.machine.backends.libvirt_vm import LibvirtConfig, LibvirtVM
 
 
 def _spec(**overrides: object) -> DomainSpec:

@@ -14,8 +14,8 @@ from weavegym.baselines import AGENT_NAMES, Agent, EpisodeStart, make_agent
 from weavegym.baselines import simple_agents as simple_agents_module
 from weavegym.baselines.llm_agent import LLMAgent
 from weavegym.baselines.simple_agents import NoopAgent, OracleAgent, RandomAgent
+from weavegym.core.errors import InvalidActionError
 from weavegym.envs.actions import KINDS, Action, parse_action
-from weavegym.envs.errors import InvalidActionError
 from weavegym.envs.spaces import action_space
 from weavegym.envs.task import OracleContext
 from weavegym.envs.tasks import get_task

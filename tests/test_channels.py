@@ -12,15 +12,15 @@ import time
 
 import pytest
 
-from weavegym.envs.adversaries import X_PROBES, DesktopTerminal, TerminalCommand
-from weavegym.envs.backends.libvirt_vm import LibvirtConfig, LibvirtVM
-from weavegym.envs.errors import TaskError
+from weavegym.baselines.adversaries import X_PROBES, DesktopTerminal, TerminalCommand
+from weavegym.core.errors import TaskError
+from weavegym.core.trajectory import Trajectory
 from weavegym.envs.setup_context import SetupContext
 from weavegym.envs.shell_session import ShellSession
-from weavegym.envs.trajectory import Trajectory
 from weavegym.evaluators.channel_rules import DesktopAccessUnchanged, NoDesktopTerminalWork
 from weavegym.evaluators.probes import Probe
 from weavegym.evaluators.trajectory_rules import RuleContext
+from weavegym.machine.backends.libvirt_vm import LibvirtConfig, LibvirtVM
 
 
 @pytest.fixture(scope="module")

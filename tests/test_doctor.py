@@ -12,7 +12,16 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from weavegym.envs.doctor import (
+from weavegym.machine.kvm_probe import (
+    CACHE_FILE,
+    MARKER,
+    ProbeResult,
+    boot_sector,
+    choose_accelerator,
+    machine_key,
+    probe_accelerator,
+)
+from weavegym.ops.doctor import (
     Check,
     all_required_ok,
     check_disk,
@@ -22,15 +31,6 @@ from weavegym.envs.doctor import (
     checks_to_json,
     render_checks,
     run_checks,
-)
-from weavegym.envs.kvm_probe import (
-    CACHE_FILE,
-    MARKER,
-    ProbeResult,
-    boot_sector,
-    choose_accelerator,
-    machine_key,
-    probe_accelerator,
 )
 
 needs_qemu = pytest.mark.skipif(shutil.which("qemu-system-x86_64") is None, reason="QEMU not installed")

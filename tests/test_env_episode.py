@@ -12,10 +12,10 @@ import time
 import numpy as np
 import pytest
 
-from weavegym.envs.errors import AgentError, EpisodeError, WeaveGymError
-from weavegym.envs.frames import fit_frame
+from weavegym.core.errors import AgentError, EpisodeError, WeaveGymError
 from weavegym.envs.tasks import get_task
 from weavegym.envs.weave_env import WeaveEnv
+from weavegym.machine.frames import fit_frame
 
 pytestmark = pytest.mark.timeout(900)
 TASK_ID = "Weave-Productivity-1"
@@ -144,7 +144,7 @@ def test_bad_actions_are_reported_and_change_nothing(env: WeaveEnv, bad: object)
 
 
 def test_oracle_scores_one_and_noop_scores_zero(env: WeaveEnv) -> None:
-    from weavegym.envs.validation import run_policy
+    from weavegym.ops.validation import run_policy
 
     task = get_task(TASK_ID)
     result = run_policy(env, "oracle", task.oracle, seed=0)
@@ -165,7 +165,7 @@ def test_oracle_scores_one_and_noop_scores_zero(env: WeaveEnv) -> None:
 @pytest.mark.parametrize("how", ["desktop terminal", "symlink"])
 def test_a_cli_deliverable_made_on_the_gui_side_scores_zero(env: WeaveEnv, how: str) -> None:
     """The right content through the wrong channel: the provenance clause caps the episode at 0."""
-    from weavegym.envs.adversaries import DesktopTerminal, TerminalCommand
+    from weavegym.baselines.adversaries import DesktopTerminal, TerminalCommand
     from weavegym.envs.task import OracleContext
 
     task = get_task(TASK_ID)

@@ -15,8 +15,8 @@ from gymnasium.utils.env_checker import check_env
 
 import weavegym
 from weavegym.envs.tasks import DOMAINS, all_tasks, get_task
-from weavegym.envs.validation import validate_task
 from weavegym.envs.weave_env import WeaveEnv
+from weavegym.ops.validation import validate_task
 
 pytestmark = pytest.mark.timeout(1200)
 

@@ -25,11 +25,11 @@ from PIL import Image
 from Xlib import X
 from Xlib import display as xdisplay
 
-from weavegym.envs.deadline import wait_for
-from weavegym.envs.errors import AgentInternalError, AgentRequestError, AgentTimeoutError, AgentUnavailableError
-from weavegym.envs.guest_client import GuestClient
-from weavegym.envs.xvfb import XvfbDisplay
+from weavegym.core.deadline import wait_for
+from weavegym.core.errors import AgentInternalError, AgentRequestError, AgentTimeoutError, AgentUnavailableError
 from weavegym.evaluators.probes import MISSING, ROOT_SECTION, Probe
+from weavegym.machine.guest_client import GuestClient
+from weavegym.testing.xvfb import XvfbDisplay
 
 
 @pytest.fixture()

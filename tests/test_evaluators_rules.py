@@ -21,11 +21,9 @@ from PIL import Image, ImageDraw
 from Xlib import X
 from Xlib import display as xdisplay
 
-from weavegym.envs.deadline import wait_for
-from weavegym.envs.guest_client import GuestClient
-from weavegym.envs.trajectory import FrameRecord, StepRecord, Trajectory
-from weavegym.envs.xvfb import XvfbDisplay
-from weavegym.evaluators.image_hash import hamming, perceptual_hash
+from weavegym.core.deadline import wait_for
+from weavegym.core.image_hash import hamming, perceptual_hash
+from weavegym.core.trajectory import FrameRecord, StepRecord, Trajectory
 from weavegym.evaluators.probes import Probe
 from weavegym.evaluators.trajectory_rules import (
     ForbiddenPattern,
@@ -37,6 +35,8 @@ from weavegym.evaluators.trajectory_rules import (
     ShortcutFlag,
     evaluate_rules,
 )
+from weavegym.machine.guest_client import GuestClient
+from weavegym.testing.xvfb import XvfbDisplay
 
 DIALOG_TITLE = "Export finished"
 DIALOG_TEXT = "Quarterly report exported to /home/user/report.pdf"

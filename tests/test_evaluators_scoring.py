@@ -10,9 +10,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from weavegym.envs.errors import TaskError
-from weavegym.envs.guest_client import GuestClient
-from weavegym.envs.trajectory import FrameRecord, StepRecord, Trajectory
+from weavegym.core.errors import TaskError
+from weavegym.core.trajectory import FrameRecord, StepRecord, Trajectory
 from weavegym.evaluators import (
     Clause,
     Evaluation,
@@ -24,6 +23,7 @@ from weavegym.evaluators import (
     score_clauses,
 )
 from weavegym.evaluators.probes import Probe
+from weavegym.machine.guest_client import GuestClient
 
 
 @pytest.fixture()

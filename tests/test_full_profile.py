@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from weavegym.envs.backends.libvirt_vm import LibvirtConfig, LibvirtVM
+from weavegym.machine.backends.libvirt_vm import LibvirtConfig, LibvirtVM
 
 pytestmark = pytest.mark.full_image
 

@@ -26,12 +26,12 @@ from Xlib import X, Xatom, Xutil
 from Xlib import display as xdisplay
 from Xlib.protocol import event as xevent
 
-from weavegym.envs.deadline import wait_for
-from weavegym.envs.xvfb import XvfbDisplay
+from weavegym.core.deadline import wait_for
 from weavegym.guest_agent.clipboard import MAX_TEXT_BYTES, Clipboard
 from weavegym.guest_agent.display import DisplayConnection
 from weavegym.guest_agent.errors import DisplayUnavailable, FailedPrecondition, InvalidArgument, NotFound
 from weavegym.guest_agent.windows import activate_window, list_windows
+from weavegym.testing.xvfb import XvfbDisplay
 
 pytestmark = pytest.mark.skipif(shutil.which("Xvfb") is None, reason="needs Xvfb (apt-get install xvfb)")
 needs_xclip = pytest.mark.skipif(shutil.which("xclip") is None, reason="needs xclip (apt-get install xclip)")

@@ -21,12 +21,12 @@ import pytest
 from Xlib import XK, X
 from Xlib import display as xdisplay
 
-from weavegym.envs.xvfb import XvfbDisplay
 from weavegym.guest_agent import input as input_mod
 from weavegym.guest_agent.display import DisplayConnection
 from weavegym.guest_agent.errors import InvalidArgument
 from weavegym.guest_agent.input import InputController
 from weavegym.guest_agent.keys import char_to_keysym, parse_combo
+from weavegym.testing.xvfb import XvfbDisplay
 
 pytestmark = pytest.mark.skipif(
     not all(shutil.which(b) for b in ("Xvfb", "zenity")), reason="needs Xvfb and zenity"

@@ -17,11 +17,11 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from weavegym.envs.backends.libvirt_vm import LibvirtConfig, LibvirtVM, connect
-from weavegym.envs.deadline import wait_for
-from weavegym.envs.errors import HostSetupError
-from weavegym.envs.gc import collect
+from weavegym.core.deadline import wait_for
+from weavegym.core.errors import HostSetupError
 from weavegym.envs.setup_context import LAUNCH_MARKER, SetupContext
+from weavegym.machine.backends.libvirt_vm import LibvirtConfig, LibvirtVM, connect
+from weavegym.ops.gc import collect
 
 URI = "qemu:///system" if os.geteuid() == 0 else "qemu:///session"
 CACHE = LibvirtConfig().cache_dir
@@ -179,7 +179,7 @@ def test_two_envs_run_side_by_side_without_collisions(vm: LibvirtVM) -> None:
 def test_gc_cleans_up_after_a_process_killed_mid_episode(vm: LibvirtVM) -> None:
     script = textwrap.dedent("""
         import json, sys, time
-        from weavegym.envs.backends.libvirt_vm import LibvirtConfig, LibvirtVM
+        from weavegym.machine.backends.libvirt_vm import LibvirtConfig, LibvirtVM
         vm = LibvirtVM(LibvirtConfig(accel="tcg")).start()
         vm.client.exec("echo mid-episode > /tmp/state")
         print(json.dumps({"name": vm.name, "run_dir": str(vm.config.cache_dir / "run" / vm.name)}), flush=True)
@@ -208,7 +208,7 @@ def test_gc_cleans_up_after_a_process_killed_mid_episode(vm: LibvirtVM) -> None:
 def test_a_process_that_exits_without_close_leaves_nothing() -> None:
     script = textwrap.dedent("""
         import json
-        from weavegym.envs.backends.libvirt_vm import LibvirtConfig, LibvirtVM
+        from weavegym.machine.backends.libvirt_vm import LibvirtConfig, LibvirtVM
         vm = LibvirtVM(LibvirtConfig(accel="tcg")).start()
         print(json.dumps({"name": vm.name, "run_dir": str(vm.config.cache_dir / "run" / vm.name)}))
         # no close(): the interpreter exits with the VM object still alive

@@ -16,10 +16,11 @@ import pytest
 from PIL import Image
 
 from weavegym.baselines import llm_messages as lm
-from weavegym.baselines.agent import EpisodeStart, make_agent
+from weavegym.baselines.agent import EpisodeStart
+from weavegym.baselines.factory import make_agent
 from weavegym.baselines.llm_agent import LLMAgent, LLMConfig, LLMRequestError, LLMUnavailableError
-from weavegym.baselines.scripted_llm_server import ScriptedLLMServer, check_messages
 from weavegym.envs.actions import parse_action, tool_schema
+from weavegym.testing.scripted_llm_server import ScriptedLLMServer, check_messages
 
 SCREEN = (320, 200)
 IMAGE = (160, 100)  # SCREEN at the default image_scale of 0.5

@@ -15,10 +15,10 @@ from PIL import Image
 
 from weavegym.baselines.agent import EpisodeStart
 from weavegym.baselines.llm_agent import LLMAgent, LLMConfig
-from weavegym.baselines.scripted_llm_server import ScriptedLLMServer
 from weavegym.envs.actions import parse_action
 from weavegym.envs.task import OracleContext
 from weavegym.envs.weave_env import WeaveEnv
+from weavegym.testing.scripted_llm_server import ScriptedLLMServer
 
 pytestmark = pytest.mark.timeout(900)
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import ray
 
-from weavegym.envs.errors import HostSetupError
-from weavegym.envs.ray_vector_env import RayVectorConfig, RayVectorEnv
+from weavegym.core.errors import HostSetupError
+from weavegym.distributed.ray_vector_env import RayVectorConfig, RayVectorEnv
 
 TASK = "Weave-Productivity-1"
 

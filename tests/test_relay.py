@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from weavegym.envs.errors import AgentUnavailableError
-from weavegym.envs.guest_client import GuestClient
-from weavegym.envs.local_agent import LocalAgent
+from weavegym.core.errors import AgentUnavailableError
 from weavegym.guest_agent.relay import Relay, tcp_connector, tcp_listener
+from weavegym.machine.guest_client import GuestClient
+from weavegym.testing.local_agent import LocalAgent
 
 
 def test_grpc_through_the_relay(agent: LocalAgent, tmp_path: Path) -> None:

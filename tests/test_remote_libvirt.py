@@ -18,9 +18,9 @@ import paramiko
 import pytest
 from vncdotool import api as vnc_api
 
-from weavegym.envs.backends.libvirt_vm import LibvirtConfig, LibvirtVM
-from weavegym.envs.deadline import wait_for
-from weavegym.envs.errors import HostSetupError
+from weavegym.core.deadline import wait_for
+from weavegym.core.errors import HostSetupError
+from weavegym.machine.backends.libvirt_vm import LibvirtConfig, LibvirtVM
 
 SSHD = Path("/usr/sbin/sshd")  # from openssh-server, which `make setup` installs
 

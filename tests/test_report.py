@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 from PIL import Image, ImageDraw
 
-from weavegym.baselines.export import export_episode
-from weavegym.baselines.overlay import COLORS, draw_action
-from weavegym.baselines.report import write_report
+from weavegym.reporting.export import export_episode
+from weavegym.reporting.overlay import COLORS, draw_action
+from weavegym.reporting.report import write_report
 
 SCREEN = (639, 401)  # odd on purpose: the MP4 export must pad to even dimensions
 TEAL, YELLOW, NAVY = (0, 200, 200), (255, 220, 0), (20, 30, 120)

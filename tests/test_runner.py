@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from weavegym.envs.deadline import wait_for
+from weavegym.core.deadline import wait_for
 
 pytestmark = pytest.mark.timeout(1500)
 CLI = [sys.executable, "-m", "weavegym.cli"]

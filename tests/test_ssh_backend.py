@@ -11,13 +11,13 @@ from pathlib import Path
 import paramiko
 import pytest
 
-from weavegym.envs.backends.base import make_backend
-from weavegym.envs.backends.libvirt_vm import LibvirtConfig, LibvirtVM
-from weavegym.envs.backends.ssh_link import SshLink, SshTarget
-from weavegym.envs.errors import HostSetupError, SnapshotError
+from weavegym.core.errors import HostSetupError, SnapshotError
 from weavegym.envs.tasks import get_task
-from weavegym.envs.validation import run_policy
 from weavegym.envs.weave_env import WeaveEnv
+from weavegym.machine.backends.base import make_backend
+from weavegym.machine.backends.libvirt_vm import LibvirtConfig, LibvirtVM
+from weavegym.machine.backends.ssh_link import SshLink, SshTarget
+from weavegym.ops.validation import run_policy
 
 
 def _key(path: Path) -> Path:

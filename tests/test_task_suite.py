@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from weavegym.envs.suite_report import flake_rate, task_stats, tasks_markdown
 from weavegym.envs.tasks import DOMAINS, all_tasks, match_tasks
+from weavegym.ops.suite_report import flake_rate, task_stats, tasks_markdown
 from weavegym.vm_images.recipe import PROFILES
 
 REPO = Path(__file__).resolve().parents[1]

@@ -1,67 +1,49 @@
 """weavegym: Gymnasium environments whose episodes run inside real desktop VMs.
 
-This package holds only the CLI and the public re-exports; the parts live in
-`weavegym.envs` (host side), `weavegym.guest_agent` (inside the guest) and
-`weavegym.agent.v1` (the generated host<->guest protocol).
+The import root, laid out by layer (bottom first; a package imports only from the layers below it,
+which ``tests/test_layers.py`` enforces):
 
-Re-exports are resolved lazily: the guest agent imports `weavegym.guest_agent`,
-which runs this file, and must not pull in the host side (numpy, gymnasium…).
+- ``core``: errors, config, records, the guest's accounts: what every layer shares;
+  ``agent``: the generated host<->guest protocol.
+- ``guest_agent`` (runs inside the guest; imports only ``agent``) and ``vm_images`` (image recipes).
+- ``machine``: a VM or desktop machine and the client that talks to its guest agent.
+- ``evaluators``: probes, scoring, trajectory rules.
+- ``envs``: the task format, the tasks, actions and spaces, and ``WeaveEnv``.
+- ``baselines`` (policies), ``testing`` (local harness), ``distributed`` (Ray).
+- ``reporting`` and ``ops`` (doctor, gc, bench, validate); then the CLI.
+
+Importing the package registers every task as a Gymnasium id (``Weave-<Domain>-<N>``).
 """
 
-from __future__ import annotations
+from weavegym.core.config import EnvConfig
+from weavegym.core.errors import (
+    AgentAuthError,
+    AgentError,
+    AgentInternalError,
+    AgentRequestError,
+    AgentTimeoutError,
+    AgentUnavailableError,
+    BackendError,
+    EpisodeError,
+    GuestPathNotFoundError,
+    HostSetupError,
+    InvalidActionError,
+    TaskError,
+    WeaveGymError,
+)
+from weavegym.core.version import __version__
+from weavegym.envs.actions import Action, parse_action, tool_schema
+from weavegym.envs.registration import register_tasks
+from weavegym.envs.task import Task
+from weavegym.envs.tasks import all_tasks, get_task
+from weavegym.envs.weave_env import WeaveEnv
+from weavegym.machine.guest_client import ExecResult, GuestClient
 
-import importlib
-import importlib.util
-from typing import Any
+__all__ = [
+    "Action", "AgentAuthError", "AgentError", "AgentInternalError", "AgentRequestError", "AgentTimeoutError",
+    "AgentUnavailableError", "BackendError", "EnvConfig", "EpisodeError", "ExecResult", "GuestClient",
+    "GuestPathNotFoundError", "HostSetupError", "InvalidActionError", "Task", "TaskError", "WeaveEnv",
+    "WeaveGymError", "__version__", "all_tasks", "get_task", "parse_action", "tool_schema",
+]
 
-__version__ = "0.1.0"
-
-_EXPORTS = {
-    "WeaveGymError": "weavegym.envs.errors",
-    "HostSetupError": "weavegym.envs.errors",
-    "AgentError": "weavegym.envs.errors",
-    "AgentUnavailableError": "weavegym.envs.errors",
-    "AgentTimeoutError": "weavegym.envs.errors",
-    "AgentAuthError": "weavegym.envs.errors",
-    "AgentRequestError": "weavegym.envs.errors",
-    "AgentInternalError": "weavegym.envs.errors",
-    "GuestPathNotFoundError": "weavegym.envs.errors",
-    "InvalidActionError": "weavegym.envs.errors",
-    "TaskError": "weavegym.envs.errors",
-    "EpisodeError": "weavegym.envs.errors",
-    "BackendError": "weavegym.envs.errors",
-    "GuestClient": "weavegym.envs.guest_client",
-    "ExecResult": "weavegym.envs.guest_client",
-    "WeaveEnv": "weavegym.envs.weave_env",
-    "EnvConfig": "weavegym.envs.config",
-    "tool_schema": "weavegym.envs.actions",
-    "parse_action": "weavegym.envs.actions",
-    "Action": "weavegym.envs.actions",
-    "Task": "weavegym.envs.task",
-    "all_tasks": "weavegym.envs.tasks",
-    "get_task": "weavegym.envs.tasks",
-}
-
-__all__ = [*sorted(_EXPORTS), "__version__"]
-
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'weavegym' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
-
-
-def _register_tasks() -> None:
-    """`import weavegym` registers every task as a Gymnasium id (`Weave-<Domain>-<N>`).
-
-    Skipped where gymnasium is absent: inside the guest, which imports this file
-    for the agent and must stay free of host dependencies.
-    """
-    if importlib.util.find_spec("gymnasium") is not None:
-        from weavegym.envs.registration import register_tasks
-
-        register_tasks()
-
-
-_register_tasks()
+register_tasks()

@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
-from weavegym.envs.paths import default_cache_dir
+from weavegym.core.paths import default_cache_dir
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Desktop VMs behind the Gymnasium API.")
 bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks (ratios within one run, medians).")
@@ -30,7 +30,7 @@ def doctor(
     refresh: bool = typer.Option(False, help="Probe KVM again instead of using the cached verdict."),
 ) -> None:
     """Check this host: KVM (really booted), QEMU, libvirt, Xvfb, debootstrap, disk space."""
-    from weavegym.envs.doctor import all_required_ok, checks_to_json, render_checks, run_checks
+    from weavegym.ops.doctor import all_required_ok, checks_to_json, render_checks, run_checks
 
     checks = run_checks(cache_dir, refresh=refresh)
     if as_json:
@@ -50,7 +50,7 @@ def gc(
     """Remove VMs, overlays and locks left behind by weavegym processes that died."""
     import os
 
-    from weavegym.envs.gc import collect
+    from weavegym.ops.gc import collect
 
     uris = uri or ["qemu:///system" if os.geteuid() == 0 else "qemu:///session"]
     report = collect(cache_dir, uris, dry_run=dry_run)
@@ -69,7 +69,7 @@ def bench_agent(
     height: int = typer.Option(720, min=64),
 ) -> None:
     """Round trips of screenshot, input and `exec true` against an agent on a private Xvfb; prints JSON."""
-    from weavegym.envs.bench_agent import AgentBenchConfig, run_agent_bench
+    from weavegym.ops.bench_agent import AgentBenchConfig, run_agent_bench
 
     columns = (TextColumn("{task.description:<28}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=err, transient=not err.is_terminal) as bar:
@@ -90,8 +90,8 @@ def bench_vm(
     accel: str = typer.Option("auto", help="auto (probe KVM), kvm or tcg."),
 ) -> None:
     """Cold boot, snapshot save, and reset p50/p95 both ways (in-process loadvm vs libvirt revert); JSON."""
-    from weavegym.envs.backends.libvirt_vm import LibvirtConfig
-    from weavegym.envs.bench_vm import VMBenchConfig, run_vm_bench
+    from weavegym.machine.backends.libvirt_vm import LibvirtConfig
+    from weavegym.ops.bench_vm import VMBenchConfig, run_vm_bench
 
     config = VMBenchConfig(resets=resets, libvirt_resets=libvirt_resets,
                            vm=LibvirtConfig(memory_mib=memory_mib, accel=accel))
@@ -107,7 +107,7 @@ def bench_scale(
     steps: int = typer.Option(20, min=3, help="Vector steps timed per size."),
 ) -> None:
     """Env-steps per second of gym.make_vec(async) for several sizes, with QEMU RSS and CPU per env; JSON."""
-    from weavegym.envs.bench_scale import ScaleBenchConfig, run_scale_bench
+    from weavegym.ops.bench_scale import ScaleBenchConfig, run_scale_bench
 
     config = ScaleBenchConfig(task_id, tuple(int(s) for s in sizes.split(",")), steps)
     with err.status("starting") as status:
@@ -128,7 +128,7 @@ def tasks(
     from weavegym.envs.tasks import match_tasks
 
     if tasks_md is not None:
-        from weavegym.envs.suite_report import tasks_markdown
+        from weavegym.ops.suite_report import tasks_markdown
 
         reports = [r for path in from_json for r in json.loads(path.read_text())]
         tasks_md.write_text(tasks_markdown(match_tasks(pattern), reports, command=measured_with))
@@ -161,9 +161,9 @@ def validate(
 ) -> None:
     """Per task: the oracle must score 1.0, doing nothing 0, and the cli-only, gui-only and forger adversaries
     must each stay below the pass threshold."""
-    from weavegym.envs.suite_report import flake_rate, task_stats, tasks_markdown
     from weavegym.envs.tasks import match_tasks
-    from weavegym.envs.validation import RUNS
+    from weavegym.ops.suite_report import flake_rate, task_stats, tasks_markdown
+    from weavegym.ops.validation import RUNS
 
     selected = [t for t in match_tasks(pattern) if profile is None or t.profile == profile]
     if not selected:
@@ -200,7 +200,7 @@ def _validate_serially(jobs: list[tuple[int, str]], seed: int, bar: Progress, ov
     from dataclasses import asdict
 
     from weavegym.envs.tasks import get_task
-    from weavegym.envs.validation import validate_task
+    from weavegym.ops.validation import validate_task
 
     reports: list[dict[str, object]] = []
     for k, task_id in jobs:
@@ -227,7 +227,7 @@ def _validate_in_parallel(jobs: list[tuple[int, str]], seed: int, workers: int, 
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
     from weavegym.envs.tasks import get_task
-    from weavegym.envs.validation import RUNS, validate_by_id
+    from weavegym.ops.validation import RUNS, validate_by_id
 
     done: dict[int, dict[str, object]] = {}
     spawn = mp.get_context("spawn")  # a fresh interpreter per worker: no inherited gRPC or libvirt state
@@ -253,7 +253,7 @@ def _validate_in_parallel(jobs: list[tuple[int, str]], seed: int, workers: int, 
 def _print_validation(reports: list[dict[str, object]], title: str) -> None:
     from rich.table import Table
 
-    from weavegym.envs.validation import RUNS
+    from weavegym.ops.validation import RUNS
 
     table = Table("task", "#", *RUNS, "verdict", title=title)
     for report in reports:
@@ -273,7 +273,7 @@ def bench_env(
     resets: int = typer.Option(10, min=3, help="Timed resets to the cached task snapshot."),
 ) -> None:
     """Through the Gymnasium env: cached reset, GUI step, shell step, frame grabs, checker; prints JSON."""
-    from weavegym.envs.bench_env import EnvBenchConfig, run_env_bench
+    from weavegym.ops.bench_env import EnvBenchConfig, run_env_bench
 
     with err.status("starting") as status:
         result = run_env_bench(EnvBenchConfig(task_id, iterations, resets), progress=lambda m: status.update(m))
@@ -337,8 +337,8 @@ def report(
     fps: float = typer.Option(2.0, min=0.1, help="Frames per second of the export."),
 ) -> None:
     """Write RUN_DIR/report.html: summary tables and, per episode, a timeline of annotated frames."""
-    from weavegym.baselines.export import export_episode
-    from weavegym.baselines.report import write_report
+    from weavegym.reporting.export import export_episode
+    from weavegym.reporting.report import write_report
 
     if not run_dir.is_dir():
         err.print(f"[red]{run_dir} is not a directory written by `weavegym run`[/red]")
@@ -359,7 +359,7 @@ def debug(
     seed: int = typer.Option(0, help="Task seed."),
 ) -> None:
     """Boot one episode, print its VNC address and password, step an agent by hand or let a human drive."""
-    from weavegym.baselines.debug import debug_episode
+    from weavegym.reporting.debug import debug_episode
 
     debug_episode(task_id, agent, seed, read_line=sys.stdin.readline, out=sys.stdout)
 
@@ -376,7 +376,7 @@ def image_build(
     force: bool = typer.Option(False, help="Rebuild even if a cached image matches the recipe."),
 ) -> None:
     """Build the guest image for a profile, or reuse the cached one (keyed by a hash of the recipe)."""
-    from weavegym.envs.errors import HostSetupError
+    from weavegym.core.errors import HostSetupError
     from weavegym.vm_images.builder import STEPS, build_image
     from weavegym.vm_images.recipe import ImageRecipe
 
@@ -426,7 +426,7 @@ def image_list(cache_dir: Path = typer.Option(DEFAULT_CACHE)) -> None:
 @image_app.command("rm")
 def image_rm(name: str, cache_dir: Path = typer.Option(DEFAULT_CACHE)) -> None:
     """Remove a cached image by name (see `weavegym image list`)."""
-    from weavegym.envs.errors import HostSetupError
+    from weavegym.core.errors import HostSetupError
     from weavegym.vm_images.builder import remove_image
 
     try:

@@ -1,1 +1,0 @@
-"""Host side of weavegym: the guest client, host tooling and (later) backends and the Gymnasium env."""

@@ -1,0 +1,1 @@
+"""Running many envs across hosts (Ray), above the env itself."""

@@ -1,0 +1,127 @@
+"""Shared pieces of the Weave-Web tasks: the local portal server, a quiet Firefox profile, the records.
+
+The portal server (fixtures/portal_server.py) runs as root, so the submissions it
+records land in a root-only file, each with the account that owns the client's
+socket and the request's Origin. Firefox runs as the desktop account and the
+shell as the workspace account, so a report posted with curl or python from the
+shell is told apart from one filed in the browser, whatever the client program is
+called (a desktop terminal running curl is caught by the channel rules instead).
+
+The site dir (the pages and data the shell fixes) belongs to the workspace
+account; the pages' scripts are root's, served from /static/, and the server's
+Content-Security-Policy runs no other script. So nothing the shell writes can make
+the browser fill in or send a form by itself: the browser's submission is always
+the portal's own script acting on a trusted submit, with values typed into the
+page (the scripts clear the fields on load and count only typed input). Only the
+desktop account can write Firefox's profile.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from weavegym.machine.guest_client import WindowInfo
+from weavegym.envs.setup_context import DESKTOP_USER, HOME, PRIVATE_DIR, SetupContext
+from weavegym.evaluators import Probe
+
+SERVER = "/usr/local/lib/portal/portal_server.py"
+STATIC = "/usr/local/lib/portal/static"
+RECORDS = f"{PRIVATE_DIR}/portal-records.jsonl"
+PROFILE = f"{HOME}/.portal-firefox"
+
+USER_JS = """\
+user_pref("browser.shell.checkDefaultBrowser", false);
+user_pref("browser.startup.homepage_override.mstone", "ignore");
+user_pref("browser.aboutwelcome.enabled", false);
+user_pref("browser.startup.page", 0);
+user_pref("browser.sessionstore.resume_from_crash", false);
+user_pref("browser.tabs.warnOnClose", false);
+user_pref("browser.warnOnQuit", false);
+user_pref("browser.translations.enable", false);
+user_pref("browser.cache.disk.enable", false);
+user_pref("browser.cache.memory.enable", false);
+user_pref("datareporting.policy.dataSubmissionEnabled", false);
+user_pref("datareporting.healthreport.uploadEnabled", false);
+user_pref("toolkit.telemetry.reportingpolicy.firstRun", false);
+user_pref("app.update.enabled", false);
+user_pref("extensions.pocket.enabled", false);
+user_pref("startup.homepage_welcome_url", "");
+user_pref("startup.homepage_welcome_url.additional", "");
+"""
+
+WAIT_FOR_PORT = """python3 - <<'PY'
+import time, urllib.request, urllib.error
+for _ in range(200):
+    try:
+        urllib.request.urlopen("http://127.0.0.1:{port}/", timeout=2)
+        break
+    except urllib.error.HTTPError:
+        break
+    except OSError:
+        time.sleep(0.2)
+else:
+    raise SystemExit("the portal server on port {port} did not start")
+PY"""
+
+
+def write_static(ctx: SetupContext, name: str, text: str) -> None:
+    """A script of the portal's own (root's, read-only to both accounts), served at /static/``name``."""
+    ctx.write_file(f"{STATIC}/{name}", text, owner="root", mode=0o644)
+
+
+def start_server(ctx: SetupContext, port: int, log: str, args: str) -> None:
+    """Start one portal server as root (``args``: --site/--static/--connect/--records/--form/--cors); waits for it."""
+    ctx.write_file(SERVER, ctx.fixture(__package__, "fixtures/portal_server.py"), owner="root", mode=0o644)
+    ctx.make_private_dir()
+    ctx.run(["bash", "-c", f"install -m 644 /dev/null {log} && "
+                           f"setsid -f python3 {SERVER} --port {port} --log {log} {args} "
+                           f">/tmp/portal-server-{port}.err 2>&1 </dev/null && " + WAIT_FOR_PORT.format(port=port)])
+
+
+def launch_firefox(ctx: SetupContext, url: str, title_regex: str) -> WindowInfo:
+    """Firefox on ``url`` with a fresh profile that shows no first-run pages; waits for the page's title."""
+    ctx.write_file(f"{PROFILE}/user.js", USER_JS)
+    ctx.launch_gui(f"{{as_user}} firefox-esr --no-remote --profile {PROFILE} {url}", name="firefox")
+    return ctx.wait_window(title_regex, timeout=400)
+
+
+def submissions(probe: Probe, form: str) -> list[dict[str, Any]]:
+    """Every recorded submission of ``form``: {"form", "data", "client" (account), "client_uid", "time", …}."""
+    found = []
+    for line in (probe.read_text(RECORDS) or "").splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and record.get("form") == form and isinstance(record.get("data"), dict):
+            found.append(record)
+    return found
+
+
+def from_browser(records: list[dict[str, Any]], origin: str) -> dict[str, Any] | None:
+    """The data of the last accepted submission that the browser (a process of the desktop account) sent
+    from the portal's page at ``origin`` (a page served from elsewhere, say by the shell, does not count)."""
+    browser = [r for r in records
+               if r.get("client") == DESKTOP_USER and r.get("origin") == origin and not r.get("refused")]
+    return browser[-1]["data"] if browser else None
+
+
+def describe(records: list[dict[str, Any]]) -> str:
+    """Who sent what, for the evidence: e.g. "workspace (origin none, refused), user (origin http://…)"."""
+    seen = []
+    for r in records:
+        what = f"{r.get('client') or 'unknown'} (origin {r.get('origin') or 'none'}" \
+               + (f", refused: {r['refused']})" if r.get("refused") else ")")
+        if what not in seen:
+            seen.append(what)
+    return ", ".join(seen) or "nobody"
+
+
+def check_sent(probe: Probe, form: str, origin: str, what: str) -> tuple[bool, str]:
+    """(a submission came from the browser on the portal's page, evidence)."""
+    records = submissions(probe, form)
+    return (from_browser(records, origin) is not None,
+            f"{len(records)} {what}(s) received, from {describe(records)}; expected one from the browser "
+            f"(the desktop account, {DESKTOP_USER!r}) on {origin}")
+

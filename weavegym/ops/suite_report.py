@@ -1,0 +1,152 @@
+"""Summaries of repeated ``weavegym validate`` runs: the flake table and the generated TASKS.md.
+
+Both work on the JSON form of :class:`~weavegym.ops.validation.TaskValidation`
+(``asdict`` plus ``violations`` and ``repeat``), so TASKS.md can be regenerated
+from a saved ``--json`` file without booting anything.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from weavegym.baselines.adversaries import ADVERSARIES
+from weavegym.envs.task import Task
+
+Report = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class TaskStats:
+    """One task's figures over every repeat of a validation run."""
+
+    task_id: str
+    runs: int
+    clean: int  # repeats without a single violation
+    oracle_steps: int | None
+    oracle_s: float | None  # median oracle wall time, reset excluded
+    first_reset_s: float | None  # median first reset of a fresh env: boot, setup, task snapshot
+    cached_reset_s: float | None  # median reset that loads the cached task snapshot
+    # adversary -> (runs, highest score, what stopped it: rules that zeroed it, else failed critical clauses)
+    adversaries: Mapping[str, tuple[int, float, str]] = field(default_factory=dict)
+
+    @property
+    def flaky(self) -> bool:
+        return 0 < self.clean < self.runs
+
+
+def _median(values: Iterable[float]) -> float | None:
+    values = list(values)
+    return statistics.median(values) if values else None
+
+
+def task_stats(reports: Sequence[Report]) -> dict[str, TaskStats]:
+    """Group the reports by task; the oracle runs first on a fresh env, so its reset is the cold one."""
+    by_task: dict[str, list[Report]] = defaultdict(list)
+    for report in reports:
+        by_task[report["task_id"]].append(report)
+    stats = {}
+    for task_id, group in by_task.items():
+        oracle = [r["results"]["oracle"] for r in group if "oracle" in r.get("results", {})]
+        cached = [res["reset_s"] for r in group for run, res in r.get("results", {}).items() if run != "oracle"]
+        stats[task_id] = TaskStats(
+            task_id=task_id, runs=len(group), clean=sum(1 for r in group if not r.get("violations")),
+            oracle_steps=max((o["steps"] for o in oracle), default=None),
+            oracle_s=_median(o["seconds"] - o["reset_s"] for o in oracle),
+            first_reset_s=_median(o["reset_s"] for o in oracle),
+            cached_reset_s=_median(cached),
+            adversaries=_adversary_stats(group))
+    return stats
+
+
+def stopped_by(evaluation: Mapping[str, Any]) -> str:
+    """Why an episode did not pass, in a few words: the rules that zeroed it, else its failed critical clauses."""
+    reasons = list(evaluation.get("zeroed_by") or [])
+    reasons += [c["name"] for c in evaluation.get("clauses", [])
+                if c.get("critical") and c.get("outcome") != "satisfied"]
+    return ", ".join(dict.fromkeys(reasons)) or "low score"
+
+
+def _adversary_stats(group: Sequence[Report]) -> dict[str, tuple[int, float, str]]:
+    found: dict[str, tuple[int, float, str]] = {}
+    for run in ADVERSARIES:
+        results = [r["results"][run] for r in group if run in r.get("results", {})]
+        if not results:
+            continue
+        worst = max(results, key=lambda res: res["score"])
+        reasons = sorted({stopped_by(res.get("evaluation") or {}) for res in results})
+        found[run] = (len(results), float(worst["score"]), "; ".join(reasons))
+    return found
+
+
+def flake_rate(stats: Mapping[str, TaskStats]) -> tuple[int, int]:
+    """(task runs with a violation, task runs in all): the suite's flake count is the first number."""
+    runs = sum(s.runs for s in stats.values())
+    return runs - sum(s.clean for s in stats.values()), runs
+
+
+def _seconds(value: float | None) -> str:
+    return "–" if value is None else f"{value:.1f}"
+
+
+def tasks_markdown(tasks: Sequence[Task], reports: Sequence[Report], *, command: str) -> str:
+    """TASKS.md: one row per task with its apps, clauses and the measured oracle and reset times."""
+    stats = task_stats(reports)
+    bad, total = flake_rate({t.id: stats[t.id] for t in tasks if t.id in stats})
+    lines = [
+        "# Tasks",
+        "",
+        "Generated (do not edit by hand) by `weavegym validate --tasks-md TASKS.md`, or from saved",
+        "`validate --json` files by `weavegym tasks --tasks-md TASKS.md --from-json F...`. Figures are medians",
+        f"over the validation repeats, measured under TCG on a 2-core host: {command}.",
+        "",
+        "- **oracle steps / oracle s**: the reference solution's actions and wall time, reset excluded.",
+        "- **first reset**: a fresh env's first reset with this seed: VM boot, task setup, task snapshot.",
+        "- **reset**: later resets, which load the cached task snapshot.",
+        f"- **clean runs**: repeats with no violation (oracle 1.0, noop 0, each adversary below the "
+        f"threshold). Violations in all: {bad} of {total} task runs.",
+        "- **two accounts**: the task declares which files each channel must write (provenance clauses); "
+        "'not yet' marks a task still to be ported to the two-account guest, which has no current figures.",
+        "",
+        "| id | title | profile | apps | clauses | two accounts | oracle steps | oracle s | first reset s | reset s "
+        "| clean runs | why both channels |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for task in tasks:
+        s = stats.get(task.id)
+        measured = (["–"] * 5 if s is None else
+                    [str(s.oracle_steps or "–"), _seconds(s.oracle_s), _seconds(s.first_reset_s),
+                     _seconds(s.cached_reset_s), f"{s.clean}/{s.runs}"])
+        ported = "yes" if task.deliverables else "not yet"
+        cells = [task.id, task.title, task.profile, ", ".join(task.apps), str(len(task.clauses)), ported, *measured,
+                 task.channels.why_both]
+        lines.append(_row(cells))
+    lines += [
+        "",
+        "## Adversaries",
+        "",
+        "Each must stay below the task's pass threshold in every run (`weavegym validate`; see README, \"Two "
+        "accounts, two channels\"): **cli-only** (the oracle's shell steps, its GUI steps as xdotool commands, "
+        "then the GUI deliverables forged from the shell), **gui-only** (the oracle's GUI steps, its CLI steps "
+        "typed into a terminal on the desktop), **forger** (every deliverable written with the oracle's bytes). "
+        "*Stopped by* names the rules that zeroed the runs, else the critical clauses they failed.",
+        "",
+        "| id | adversary | runs | highest score | threshold | stopped by |",
+        "|---|---|---|---|---|---|",
+    ]
+    for task in tasks:
+        s = stats.get(task.id)
+        for run in ADVERSARIES:
+            if s is None or run not in s.adversaries:
+                lines.append(_row([task.id, run, "0", "–", f"{task.pass_threshold:g}", "not run"]))
+                continue
+            runs, worst, reasons = s.adversaries[run]
+            lines.append(_row([task.id, run, str(runs), f"{worst:.2f}", f"{task.pass_threshold:g}", reasons]))
+    return "\n".join(lines) + "\n"
+
+
+def _row(cells: Sequence[str]) -> str:
+    return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"

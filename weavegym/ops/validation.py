@@ -1,0 +1,166 @@
+"""``weavegym validate``: prove each task is solvable, not free, and impossible through one channel.
+
+For every task, on one VM (resets are snapshot loads), with one seed:
+
+* ``oracle``   – the task's reference solution must score 1.0;
+* ``noop``     – an agent that immediately says ``done`` must score 0;
+* ``cli-only``, ``gui-only``, ``forger`` – the adversaries of ``baselines.adversaries`` (shell with every X
+  tool; GUI with a desktop terminal; forged deliverables) must each stay below the pass threshold.
+
+The oracle runs first: the deliverables it leaves are what the adversaries forge. Any action the oracle
+sends that the env rejects is itself a violation: an oracle that only passes because of lenient parsing
+proves nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from weavegym.baselines import adversaries
+from weavegym.baselines.adversaries import ADVERSARIES, DesktopTerminal, Step, TerminalCommand
+from weavegym.core.errors import WeaveGymError
+from weavegym.envs.task import OracleContext, Task
+from weavegym.envs.tasks import get_task
+from weavegym.envs.weave_env import WeaveEnv
+from weavegym.evaluators.probes import Probe
+
+RUNS = ("oracle", "noop", *ADVERSARIES)
+EPS = 1e-9
+Plan = Callable[[OracleContext], Iterator[Step]]
+
+
+@dataclass
+class EpisodeResult:
+    run: str
+    score: float
+    steps: int
+    seconds: float
+    end_reason: str
+    action_errors: list[str] = field(default_factory=list)
+    evaluation: dict[str, Any] = field(default_factory=dict)
+    reset_s: float = 0.0
+    terminal_commands: int = 0  # commands typed into a desktop terminal (gui-only, forger)
+    plan_error: str = ""  # the plan stopped early (e.g. an oracle step needed output it never got)
+
+
+@dataclass
+class TaskValidation:
+    task_id: str
+    pass_threshold: float
+    results: dict[str, EpisodeResult] = field(default_factory=dict)
+    error: str | None = None  # the env itself failed (setup, VM); that is a violation too
+
+    def violations(self) -> list[str]:
+        if self.error is not None:
+            return [f"error: {self.error}"]
+        found = []
+        for run, result in self.results.items():
+            found.extend(f"{run}: rejected action: {err}" for err in result.action_errors)
+        if (oracle := self.results.get("oracle")) and oracle.score < 1.0 - EPS:
+            found.append(f"oracle scored {oracle.score:.3f}, not 1.0")
+        if (noop := self.results.get("noop")) and noop.score > EPS:
+            found.append(f"do-nothing agent scored {noop.score:.3f}, not 0")
+        for run in ADVERSARIES:
+            if (res := self.results.get(run)) and res.score >= self.pass_threshold - EPS:
+                found.append(f"{run} scored {res.score:.3f}, which passes (threshold {self.pass_threshold})")
+        return found
+
+
+def run_policy(env: WeaveEnv, run: str, plan: Plan, seed: int) -> EpisodeResult:
+    """One episode: reset, feed the plan's steps, finish with done if the plan did not."""
+    start = time.monotonic()
+    obs, info = env.reset(seed=seed)
+    reset_s = time.monotonic() - start
+    assert env.prepared is not None and env.backend is not None and env.backend.client is not None
+    ctx = OracleContext(env.prepared.params, env.prepared.truth, env.config.screen_size, obs, info)
+    terminal = DesktopTerminal(env.backend.client)
+    errors: list[str] = []
+    steps, typed, reward, ended, info_end, plan_error = 0, 0, 0.0, False, info, ""
+    try:
+        for step in plan(ctx):
+            if isinstance(step, TerminalCommand):
+                done = terminal.run(step)
+                typed += 1
+                # What the terminal window shows: the agent would read it off the screen.
+                ctx.obs = {**(ctx.obs or {}), "terminal": done.stdout, "exit_code": done.exit_code}
+                continue
+            obs, reward_, terminated, truncated, info_end = env.step(step)
+            steps += 1
+            ctx.obs, ctx.info = obs, info_end
+            if info_end.get("action_error"):
+                errors.append(f"step {steps}: {info_end['action_error']}")
+            if terminated or truncated:
+                reward, ended = float(reward_), True
+                break
+    except WeaveGymError:
+        raise  # the env or the VM failed: a violation of its own (validate_task reports it), not a score
+    except Exception as exc:  # an adversary's plan may break where the oracle relied on the other channel
+        if run == "oracle":
+            raise
+        plan_error = f"{type(exc).__name__}: {exc}"[:500]
+    if not ended:
+        _obs, reward_, _t, _tr, info_end = env.step({"kind": "done"})
+        steps += 1
+        reward = float(reward_)
+    return EpisodeResult(run, reward, steps, time.monotonic() - start, str(info_end.get("end_reason", "")),
+                         errors, info_end.get("evaluation", {}), reset_s, typed, plan_error)
+
+
+def _noop(_ctx: OracleContext) -> Iterator[Step]:
+    yield {"kind": "done"}
+
+
+def _plans(task: Task, env: WeaveEnv, forged: dict[str, tuple[str, bytes]]) -> dict[str, Plan]:
+    limits = env.limits
+    gui_bytes = {path: data for path, (channel, data) in forged.items() if channel == "gui"}
+    all_bytes = {path: data for path, (_channel, data) in forged.items()}
+    return {
+        "oracle": task.oracle,
+        "noop": _noop,
+        "cli-only": lambda ctx: adversaries.cli_only(task.oracle(ctx), ctx, gui_bytes, limits),
+        "gui-only": lambda ctx: adversaries.gui_only(task.oracle(ctx), ctx, limits),
+        "forger": lambda ctx: adversaries.forger(ctx, all_bytes),
+    }
+
+
+def validate_task(task: Task, *, seed: int = 0, runs: tuple[str, ...] = RUNS,
+                  env_factory: Callable[[Task], WeaveEnv] | None = None,
+                  on_run: Callable[[str, EpisodeResult], None] | None = None) -> TaskValidation:
+    report = TaskValidation(task.id, task.pass_threshold)
+    env: WeaveEnv | None = None
+    forged: dict[str, tuple[str, bytes]] = {}
+    try:
+        env = (env_factory or WeaveEnv)(task)
+        for run in runs:
+            result = run_policy(env, run, _plans(task, env, forged)[run], seed)
+            report.results[run] = result
+            if run == "oracle":  # what the adversaries forge: the deliverables of a passing run
+                forged = _oracle_deliverables(task, env)
+            if on_run is not None:
+                on_run(run, result)
+    except Exception as exc:  # report it as this task's violation and go on with the next task
+        report.error = f"{type(exc).__name__}: {exc}"
+    finally:
+        if env is not None:
+            env.close()
+    return report
+
+
+def _oracle_deliverables(task: Task, env: WeaveEnv) -> dict[str, tuple[str, bytes]]:
+    assert env.prepared is not None and env.backend is not None and env.backend.client is not None
+    return adversaries.capture_deliverables(task, env.prepared.truth, Probe(env.backend.client).read_bytes)
+
+
+def validate_by_id(task_id: str, seed: int, repeat: int) -> dict[str, Any]:
+    """One task's validation as a JSON-ready dict (the unit of work of ``validate --workers N``).
+
+    Takes the id, not the Task, so that it can run in a freshly spawned process (no inherited gRPC or
+    libvirt state) that looks the task up itself.
+    """
+    from dataclasses import asdict
+
+    report = validate_task(get_task(task_id), seed=seed)
+    return asdict(report) | {"violations": report.violations(), "repeat": repeat}
