@@ -20,6 +20,7 @@ from weavegym.envs.actions import (
     BUTTONS,
     CLI_KINDS,
     CONTROL_KINDS,
+    ENDING_KINDS,
     GUI_KINDS,
     KINDS,
     Action,
@@ -30,6 +31,7 @@ from weavegym.envs.actions import (
     tool_schema,
 )
 from weavegym.envs.spaces import action_space
+from weavegym.envs.vocabulary import REQUIRED, VOCABULARY
 
 SCREEN = (1280, 720)
 
@@ -237,7 +239,10 @@ def test_text_form_examples() -> None:
 
 
 def test_kind_groups_and_channels() -> None:
-    assert KINDS[:3] == ("move", "click", "double_click") and len(KINDS) == 15
+    # The Discrete index of the action space: kinds are appended, never reordered.
+    assert KINDS[:15] == ("move", "click", "double_click", "right_click", "drag", "scroll", "type", "key",
+                          "mouse_down", "mouse_up", "wait", "shell", "python", "done", "fail")
+    assert KINDS[:10] == GUI_KINDS and CLI_KINDS == ("shell", "python") and ENDING_KINDS == ("done", "fail")
     assert set(GUI_KINDS) | set(CLI_KINDS) | set(CONTROL_KINDS) == set(KINDS)
     assert [channel_of(k) for k in ("drag", "python", "wait")] == ["gui", "cli", "control"]
     assert Action("shell", command="ls").channel == "cli"
@@ -433,3 +438,17 @@ def test_tool_schema_rejects_what_parse_action_rejects() -> None:
     assert not _conforms({"x": 1}, schema["click"])
     assert not _conforms({"keys": "k" * 65}, schema["key"])
     assert not _conforms({"seconds": 0}, schema["wait"])
+
+
+def test_every_kind_is_declared_once_and_everything_derives_from_it() -> None:
+    """The vocabulary table is the one source: fields, descriptions and the tool schema agree with it."""
+    tools = {tool["function"]["name"]: tool["function"] for tool in tool_schema(SCREEN)}
+    assert list(tools) == list(KINDS) == list(VOCABULARY)
+    for kind, spec in VOCABULARY.items():
+        assert kind_fields(kind) == tuple(name for name, _ in spec.fields)
+        assert tools[kind]["description"] == spec.describe(*SCREEN) and "{" not in tools[kind]["description"]
+        assert tools[kind]["parameters"]["required"] == [n for n, d in spec.fields if d is REQUIRED]
+    assert "1280x720 screen" in tools["click"]["description"] and "screen" not in tools["done"]["description"]
+    # Aliases come from the declaration: the Gym space's shared `text` field stands in for these.
+    assert parse_action({"kind": "key", "text": "ctrl+s"}, SCREEN) == Action("key", keys="ctrl+s")
+    assert parse_action('python(text="print(1)")', SCREEN) == Action("python", code="print(1)")

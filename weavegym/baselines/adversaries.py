@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from weavegym.envs.actions import Action, ActionLimits, channel_of, parse_action
+from weavegym.envs.actions import ENDING_KINDS, Action, ActionLimits, channel_of, parse_action
 from weavegym.machine.guest_client import ExecResult, GuestClient
 from weavegym.core.guest_layout import DESKTOP_USER
 from weavegym.envs.shell_session import PYTHON_WRAPPER, SHELL_WRAPPER
@@ -150,7 +150,7 @@ def cli_only(oracle: Iterator[ActionLike], ctx: OracleContext, gui_deliverables:
         if pending:
             yield {"kind": "shell", "command": "\n".join(pending)}
             pending = []
-        if parsed is not None and parsed.kind in ("done", "fail"):
+        if parsed is not None and parsed.kind in ENDING_KINDS:
             break
         yield action  # a CLI step, or an invalid one: the env reports it, and validate counts it
     if pending:
@@ -170,7 +170,7 @@ def gui_only(oracle: Iterator[ActionLike], ctx: OracleContext, limits: ActionLim
             timeout = parsed.timeout or limits.default_timeout_s
             source = parsed.code if parsed.kind == "python" else parsed.command
             yield TerminalCommand(source, python=parsed.kind == "python", timeout=timeout)
-        elif parsed.kind in ("done", "fail"):
+        elif parsed.kind in ENDING_KINDS:
             break
         else:
             yield action  # wait

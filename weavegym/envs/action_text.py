@@ -204,31 +204,6 @@ def describe(value: object, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def describe_kind(kind: str, width: int, height: int) -> str:
-    """What an LLM reads about each action in the tool list; the screen size is spelled out for coordinates."""
-    where = f"Coordinates are pixels from the top-left corner of the {width}x{height} screen."
-    return {
-        "move": f"Move the mouse pointer without clicking. {where}",
-        "click": f"Click a mouse button at a point. {where}",
-        "double_click": f"Double-click a mouse button at a point. {where}",
-        "right_click": f"Right-click at a point, e.g. to open a context menu. {where}",
-        "drag": f"Press a button at (x, y), move to (to_x, to_y) and release. {where}",
-        "scroll": f"Turn the mouse wheel by dy (vertical) and/or dx (horizontal) notches, at (x, y) if given. {where}",
-        "type": "Type text into the focused window as keystrokes.",
-        "key": "Press one key combination, e.g. 'ctrl+s', 'Return' or 'alt+F4'.",
-        "mouse_down": f"Press and hold a mouse button, at (x, y) if given. {where}",
-        "mouse_up": f"Release a held mouse button, at (x, y) if given. {where}",
-        "wait": "Do nothing for some seconds, e.g. while an application loads.",
-        "shell": "Run a command in a persistent bash shell (the workspace account: same home folder as the "
-                 "desktop, but no access to the screen or clipboard); cd and exports persist between calls. "
-                 "Returns the output and exit code.",
-        "python": "Run Python code in a fresh interpreter as the workspace account (no screen access); nothing "
-                  "persists between calls. Returns the output and exit code.",
-        "done": "Declare the task finished. This ends the episode and triggers scoring.",
-        "fail": "Declare the task infeasible, with a reason. This ends the episode.",
-    }[kind]
-
-
 def describe_field(name: str, width: int, height: int, default_timeout: float, *, optional_xy: bool = False) -> str:
     """What an LLM reads about one tool parameter."""
     text = {

@@ -12,7 +12,7 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
@@ -20,7 +20,6 @@ from weavegym.envs.action_text import (
     decode_arguments,
     describe,
     describe_field,
-    describe_kind,
     format_call,
     format_literal,
     parse_call,
@@ -28,15 +27,20 @@ from weavegym.envs.action_text import (
     tool_call_parts,
 )
 from weavegym.core.errors import InvalidActionError
+from weavegym.envs.vocabulary import (
+    CLI_KINDS,
+    CONTROL_KINDS,
+    ENDING_KINDS,
+    GUI_KINDS,
+    KINDS,
+    REQUIRED,
+    VOCABULARY,
+    Channel,
+)
 
-# The order is the Discrete index of the Gym action space; append only.
-KINDS: tuple[str, ...] = (
-    "move", "click", "double_click", "right_click", "drag", "scroll", "type", "key", "mouse_down", "mouse_up",
-    "wait", "shell", "python", "done", "fail",
-)  # fmt: skip
-GUI_KINDS: tuple[str, ...] = KINDS[:10]
-CLI_KINDS: tuple[str, ...] = ("shell", "python")
-CONTROL_KINDS: tuple[str, ...] = ("wait", "done", "fail")
+__all__ = ["CLI_KINDS", "CONTROL_KINDS", "ENDING_KINDS", "GUI_KINDS", "KINDS", "Action", "ActionLimits",
+           "channel_of", "kind_fields", "parse_action", "tool_schema"]
+
 BUTTONS: tuple[str, ...] = ("left", "middle", "right")
 
 # Keys of the Gym action space (see spaces.action_space). Kept here so spaces.py imports us, not the reverse;
@@ -45,34 +49,9 @@ ACTION_SPACE_FIELDS: frozenset[str] = frozenset(
     {"kind", "x", "y", "to_x", "to_y", "button", "dx", "dy", "text", "seconds"}
 )
 
-_REQUIRED: Any = object()  # marks a field without a default
-_XY: tuple[tuple[str, Any], ...] = (("x", _REQUIRED), ("y", _REQUIRED))
-_OPTIONAL_XY: tuple[tuple[str, Any], ...] = (("x", None), ("y", None), ("button", "left"))
-
-# Canonical fields of each kind in positional order, with their defaults.
-_FIELDS: dict[str, tuple[tuple[str, Any], ...]] = {
-    "move": _XY,
-    "click": (*_XY, ("button", "left")),
-    "double_click": (*_XY, ("button", "left")),
-    "right_click": _XY,
-    "drag": (*_XY, ("to_x", _REQUIRED), ("to_y", _REQUIRED), ("button", "left")),
-    "scroll": (("dy", 0), ("dx", 0), ("x", None), ("y", None)),
-    "type": (("text", _REQUIRED),),
-    "key": (("keys", _REQUIRED),),
-    "mouse_down": _OPTIONAL_XY,
-    "mouse_up": _OPTIONAL_XY,
-    "wait": (("seconds", 1.0),),
-    "shell": (("command", _REQUIRED), ("timeout", None)),
-    "python": (("code", _REQUIRED), ("timeout", None)),
-    "done": (),
-    "fail": (("reason", ""),),
-}
-# The Gym space has a single shared `text` field, so it stands in for these kinds' own text field.
-_ALIASES: dict[str, dict[str, str]] = {
-    "shell": {"text": "command"},
-    "python": {"text": "code"},
-    "key": {"text": "keys"},
-}
+# Canonical fields of each kind in positional order, with their defaults, and the other names they accept.
+_FIELDS: dict[str, tuple[tuple[str, Any], ...]] = {kind: spec.fields for kind, spec in VOCABULARY.items()}
+_ALIASES: dict[str, Mapping[str, str]] = {kind: spec.aliases for kind, spec in VOCABULARY.items() if spec.aliases}
 
 _BAD_CHARS = re.compile("[\x00\ud800-\udfff]")
 _EXPECTED = "expected a dict like {'kind': 'click', 'x': 100, 'y': 200}, text like 'click(100, 200)', or a tool call"
@@ -112,7 +91,7 @@ class Action:
     reason: str = ""
 
     @property
-    def channel(self) -> Literal["gui", "cli", "control"]:
+    def channel(self) -> Channel:
         """Which executor runs it: the GUI input path, a CLI call, or the env itself."""
         return channel_of(self.kind)
 
@@ -132,7 +111,7 @@ class Action:
         keywords: dict[str, object] = {}
         for name, default in fields:
             value = getattr(self, name)
-            if default is _REQUIRED or (len(fields) == 1 and value != default):
+            if default is REQUIRED or (len(fields) == 1 and value != default):
                 positional.append(value)
             elif value != default:
                 keywords[name] = value
@@ -144,14 +123,10 @@ def kind_fields(kind: str) -> tuple[str, ...]:
     return tuple(name for name, _default in _FIELDS[kind])
 
 
-def channel_of(kind: str) -> Literal["gui", "cli", "control"]:
+def channel_of(kind: str) -> Channel:
     """The executor family of ``kind``; the env routes on this."""
-    if kind in GUI_KINDS:
-        return "gui"
-    if kind in CLI_KINDS:
-        return "cli"
-    if kind in CONTROL_KINDS:
-        return "control"
+    if kind in VOCABULARY:
+        return VOCABULARY[kind].channel
     raise InvalidActionError(f"unknown action kind {describe(kind)}; expected one of: {', '.join(KINDS)}")
 
 
@@ -195,7 +170,7 @@ class _Checker:
 
     def build(self, kind: str, values: dict[str, object], *, button_index: bool = False) -> Action:
         """Validate ``values`` (canonical names of ``kind``'s fields) and fill in defaults."""
-        missing = [name for name, default in _FIELDS[kind] if default is _REQUIRED and name not in values]
+        missing = [name for name, default in _FIELDS[kind] if default is REQUIRED and name not in values]
         if missing:
             raise InvalidActionError(f"{kind} is missing required field(s) {', '.join(missing)}; "
                                      f"usage: {_signature(kind)}")
@@ -377,7 +352,7 @@ def _text(label: str, value: object, max_chars: int, *, allow_empty: bool) -> st
 
 
 def _signature(kind: str) -> str:
-    parts = [name if default is _REQUIRED else f"{name}={format_literal(default)}" for name, default in _FIELDS[kind]]
+    parts = [name if default is REQUIRED else f"{name}={format_literal(default)}" for name, default in _FIELDS[kind]]
     return f"{kind}({', '.join(parts)})"
 
 
@@ -393,9 +368,9 @@ def tool_schema(screen: tuple[int, int] = (1280, 720), limits: ActionLimits = Ac
         properties = {
             name: _param_schema(kind, name, default, width, height, limits) for name, default in _FIELDS[kind]
         }
-        required = [name for name, default in _FIELDS[kind] if default is _REQUIRED]
+        required = [name for name, default in _FIELDS[kind] if default is REQUIRED]
         parameters = {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
-        tools.append({"type": "function", "function": {"name": kind, "description": describe_kind(kind, width, height),
+        tools.append({"type": "function", "function": {"name": kind, "description": VOCABULARY[kind].describe(width, height),
                                                        "parameters": parameters}})
     return tools
 
@@ -416,6 +391,6 @@ def _param_schema(kind: str, name: str, default: Any, width: int, height: int, l
         "reason": {"type": "string", "maxLength": lim.max_type_chars},
     }[name].copy()  # fmt: skip
     out["description"] = describe_field(name, width, height, lim.default_timeout_s, optional_xy=default is None)
-    if default is not _REQUIRED and default is not None:
+    if default is not REQUIRED and default is not None:
         out["default"] = default
     return out

@@ -25,6 +25,7 @@ import gymnasium as gym
 import numpy as np
 
 from weavegym.envs import actions as actions_mod
+from weavegym.envs.vocabulary import ENDING_KINDS
 from weavegym.machine.backends.base import Backend, make_backend
 from weavegym.core.config import EnvConfig
 from weavegym.core.errors import (
@@ -133,7 +134,7 @@ class WeaveEnv(gym.Env[dict[str, Any], dict[str, Any]]):
         except InvalidActionError as exc:
             error = str(exc)
         t_parsed = time.monotonic()
-        if parsed is not None and parsed.kind not in ("done", "fail"):
+        if parsed is not None and parsed.kind not in ENDING_KINDS:
             try:
                 outcome = self._executor_for().execute(parsed, self._budget_left())
             except AgentRequestError as exc:
@@ -157,7 +158,7 @@ class WeaveEnv(gym.Env[dict[str, Any], dict[str, Any]]):
             self._steps, channel, None if parsed is None else parsed.to_dict(),
             "" if parsed is None else parsed.to_text(), error, self._terminal, self._exit_code,
             FrameRecord.of(self._steps, self._frame), timings))
-        terminated = parsed is not None and parsed.kind in ("done", "fail")
+        terminated = parsed is not None and parsed.kind in ENDING_KINDS
         truncated = not terminated and (self._steps >= self.max_steps or self._budget_left() <= 0)
         info = self._base_info()
         info.update(action_error=error, timings=timings, step=self._steps, screen_settled=settled.settled,

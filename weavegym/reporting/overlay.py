@@ -16,6 +16,8 @@ from typing import Any
 
 from PIL import Image, ImageDraw, ImageFont
 
+from weavegym.envs.actions import CLI_KINDS
+
 RGB = tuple[int, int, int]
 Font = ImageFont.FreeTypeFont | ImageFont.ImageFont
 
@@ -132,7 +134,7 @@ class _Painter:
             self.caption(f"type: {clean_text(action.get('text', ''))}")
         elif kind == "key":
             self.caption(f"key: {clean_text(action.get('keys', ''))}")
-        elif kind in ("shell", "python"):
+        elif kind in CLI_KINDS:
             source = str(action.get("command") or action.get("code") or "")
             first, _, rest = source.strip("\n").partition("\n")
             more = " …" if rest.strip() else ""
