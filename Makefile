@@ -19,12 +19,14 @@ GENERATED := agent_pb2.py agent_pb2.pyi agent_pb2_grpc.py
 
 CACHE_DIR ?= $(HOME)/.cache/weavegym
 
-.PHONY: help setup system-deps venv services image image-full protos check-protos lint test test-full validate-base \
+.PHONY: help setup system-deps venv services image image-full protos check-protos lint test test-unit test-full \
+	validate-base \
 	validate-full \
 	demo bench clean
 
 help:
-	@echo "make test   - install everything needed, then run the test suite"
+	@echo "make test   - install everything needed, then run the test suite (unit, xvfb and vm tiers)"
+	@echo "make test-unit - the unit tier only: no display, no libvirt, no image (seconds)"
 	@echo "make demo   - install everything needed, then run the oracle and a random agent on one task, with reports"
 	@echo "make bench  - the agent, VM and env benchmarks"
 	@echo "make test-full - also build the full (XFCE) image and run its smoke test"
@@ -83,6 +85,10 @@ check-protos: venv
 
 lint: venv
 	$(VENV)/bin/ruff check .
+
+# The fast tier: pure Python, no display, no libvirt, no image (tests marked `unit`; see tests/conftest.py).
+test-unit: system-deps venv
+	$(PY) -m pytest -q -m unit
 
 test: setup check-protos lint image
 	WEAVEGYM_CACHE_DIR=$(CACHE_DIR) $(PY) -m pytest -q -m "not full_image"

@@ -22,6 +22,8 @@ from weavegym.evaluators.probes import Probe
 from weavegym.evaluators.trajectory_rules import RuleContext
 from weavegym.machine.backends.libvirt_vm import LibvirtConfig, LibvirtVM
 
+pytestmark = pytest.mark.vm
+
 
 @pytest.fixture(scope="module")
 def vm():

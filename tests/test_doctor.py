@@ -33,6 +33,9 @@ from weavegym.ops.doctor import (
     run_checks,
 )
 
+# The KVM probe boots a tiny guest under QEMU and the checks talk to libvirtd.
+pytestmark = pytest.mark.vm
+
 needs_qemu = pytest.mark.skipif(shutil.which("qemu-system-x86_64") is None, reason="QEMU not installed")
 EXPECTED_CHECKS = [
     "accelerator", "qemu-system-x86_64", "qemu-img", "libvirt", "kvm device", "Xvfb", "debootstrap", "mkfs.ext4",

@@ -17,7 +17,7 @@ from weavegym.envs.tasks import get_task
 from weavegym.envs.weave_env import WeaveEnv
 from weavegym.machine.frames import fit_frame
 
-pytestmark = pytest.mark.timeout(900)
+pytestmark = [pytest.mark.vm, pytest.mark.timeout(900)]
 TASK_ID = "Weave-Productivity-1"
 
 

@@ -18,7 +18,7 @@ from weavegym.envs.tasks import DOMAINS, all_tasks, get_task
 from weavegym.envs.weave_env import WeaveEnv
 from weavegym.ops.validation import validate_task
 
-pytestmark = pytest.mark.timeout(1200)
+pytestmark = [pytest.mark.vm, pytest.mark.timeout(1200)]
 
 
 def test_import_registers_every_task() -> None:

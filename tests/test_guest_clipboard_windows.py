@@ -33,7 +33,7 @@ from weavegym.guest_agent.errors import DisplayUnavailable, FailedPrecondition, 
 from weavegym.guest_agent.windows import activate_window, list_windows
 from weavegym.testing.xvfb import XvfbDisplay
 
-pytestmark = pytest.mark.skipif(shutil.which("Xvfb") is None, reason="needs Xvfb (apt-get install xvfb)")
+pytestmark = pytest.mark.xvfb
 needs_xclip = pytest.mark.skipif(shutil.which("xclip") is None, reason="needs xclip (apt-get install xclip)")
 
 UNI = "héllo 你好 😀 clipboard"

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import select
-import shutil
 import subprocess
 import time
 import uuid
@@ -28,9 +27,7 @@ from weavegym.guest_agent.input import InputController
 from weavegym.guest_agent.keys import char_to_keysym, parse_combo
 from weavegym.testing.xvfb import XvfbDisplay
 
-pytestmark = pytest.mark.skipif(
-    not all(shutil.which(b) for b in ("Xvfb", "zenity")), reason="needs Xvfb and zenity"
-)
+pytestmark = pytest.mark.xvfb
 
 WIDTH, HEIGHT = 1280, 720
 EVENT_MASK = (X.KeyPressMask | X.KeyReleaseMask | X.ButtonPressMask | X.ButtonReleaseMask

@@ -23,6 +23,8 @@ from weavegym.envs.setup_context import LAUNCH_MARKER, SetupContext
 from weavegym.machine.backends.libvirt_vm import LibvirtConfig, LibvirtVM, connect
 from weavegym.ops.gc import collect
 
+pytestmark = pytest.mark.vm
+
 URI = "qemu:///system" if os.geteuid() == 0 else "qemu:///session"
 CACHE = LibvirtConfig().cache_dir
 

@@ -20,7 +20,7 @@ from weavegym.envs.task import OracleContext
 from weavegym.envs.weave_env import WeaveEnv
 from weavegym.testing.scripted_llm_server import ScriptedLLMServer
 
-pytestmark = pytest.mark.timeout(900)
+pytestmark = [pytest.mark.vm, pytest.mark.timeout(900)]
 
 
 def test_llm_agent_solves_productivity_1_against_the_scripted_server() -> None:

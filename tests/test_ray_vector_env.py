@@ -11,6 +11,8 @@ import ray
 from weavegym.core.errors import HostSetupError
 from weavegym.distributed.ray_vector_env import RayVectorConfig, RayVectorEnv
 
+pytestmark = pytest.mark.vm
+
 TASK = "Weave-Productivity-1"
 
 

@@ -22,6 +22,8 @@ from weavegym.core.deadline import wait_for
 from weavegym.core.errors import HostSetupError
 from weavegym.machine.backends.libvirt_vm import LibvirtConfig, LibvirtVM
 
+pytestmark = pytest.mark.vm
+
 SSHD = Path("/usr/sbin/sshd")  # from openssh-server, which `make setup` installs
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from weavegym.core.deadline import wait_for
 
-pytestmark = pytest.mark.timeout(1500)
+pytestmark = [pytest.mark.vm, pytest.mark.timeout(1500)]
 CLI = [sys.executable, "-m", "weavegym.cli"]
 
 

@@ -19,6 +19,8 @@ from weavegym.machine.backends.libvirt_vm import LibvirtConfig, LibvirtVM
 from weavegym.machine.backends.ssh_link import SshLink, SshTarget
 from weavegym.ops.validation import run_policy
 
+pytestmark = pytest.mark.vm
+
 
 def _key(path: Path) -> Path:
     paramiko.RSAKey.generate(2048).write_private_key_file(str(path))

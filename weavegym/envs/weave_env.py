@@ -39,7 +39,6 @@ from weavegym.core.errors import (
 )
 from weavegym.envs.executor import ActionExecutor, ActionOutcome
 from weavegym.machine.frames import SettleResult, fit_frame, settle
-from weavegym.core.guest_layout import DESKTOP_USER
 from weavegym.envs.setup_context import SetupContext
 from weavegym.envs.shell_session import ShellSession
 from weavegym.envs.spaces import action_space, observation_space
@@ -59,7 +58,7 @@ class WeaveEnv(gym.Env[dict[str, Any], dict[str, Any]]):
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array", "human"], "render_fps": 2}
 
     def __init__(self, task_id: str | Task, render_mode: str | None = None, *, config: EnvConfig | None = None,
-                 **overrides: Any) -> None:
+                 backend: Backend | None = None, **overrides: Any) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None")
         # A Task object (not just a registered id) lets tests and task authors run unregistered variants.
@@ -74,7 +73,10 @@ class WeaveEnv(gym.Env[dict[str, Any], dict[str, Any]]):
         self.limits = actions_mod.ActionLimits(default_timeout_s=self.config.shell_timeout_s)
         self.observation_space = observation_space(self.config.screen_size, self.config.terminal_max_chars)
         self.action_space = action_space(self.config.screen_size, self.limits)
+        # An injected backend (tests use testing.LocalBackend) replaces the one config.backend names; the
+        # env starts it on the first reset and closes it with the env, like its own.
         self.backend: Backend | None = None
+        self._injected = backend
         self.trajectory: Trajectory | None = None
         self.prepared: Prepared | None = None
         self.instruction = ""
@@ -206,7 +208,7 @@ class WeaveEnv(gym.Env[dict[str, Any], dict[str, Any]]):
         clauses: tuple[Any, ...] = self.task.clauses
         # Where the guest keeps the channels apart (always, on weavegym's image), hold the episode to it. A
         # machine without a workspace account (ssh backend) runs both channels as one account: no provenance.
-        if self.backend.workspace_user != DESKTOP_USER:
+        if self.backend.separate_accounts:
             owners = {d.owner for d in self.task.deliverables if d.owner}
             rules = (DesktopAccessUnchanged(owners - {"root"}), NoDesktopTerminalWork(), *rules)
             clauses = (*clauses, *provenance_clauses(self.task.deliverables))
@@ -216,8 +218,9 @@ class WeaveEnv(gym.Env[dict[str, Any], dict[str, Any]]):
     # -- helpers ---------------------------------------------------------------------------------
     def _ensure_backend(self) -> Backend:
         if self.backend is None:
-            backend = make_backend(self.config.backend, screen=self.config.screen_size, profile=self.profile,
-                                   options=self.config.backend_options)
+            backend = self._injected or make_backend(self.config.backend, screen=self.config.screen_size,
+                                                     profile=self.profile, options=self.config.backend_options)
+            self._injected = None  # a closed backend is not started twice
             backend.start()
             self.backend = backend
             self._snapshots.clear()
@@ -261,7 +264,7 @@ class WeaveEnv(gym.Env[dict[str, Any], dict[str, Any]]):
         # after every reset, so the first observation would differ from the next one.
         settle(backend.grab_frame, 60.0, stable_for=self.config.setup_stable_s)
         entry = TaskSnapshot(snapshot_name(self.task.id, seed), seed, prepared)
-        if not getattr(backend, "supports_snapshots", True):
+        if not backend.supports_snapshots:
             # e.g. the ssh backend: its reset(READY) stopped the last setup's programs; nothing to cache.
             backend.timings["last_setup_s"] = time.monotonic() - setup_start
             return entry, True
@@ -319,7 +322,7 @@ class WeaveEnv(gym.Env[dict[str, Any], dict[str, Any]]):
     def _vnc_info(self) -> dict[str, str]:
         """The VM's VNC address and password, once per VM (its first reset): step infos end up in logs and
         reports, and the password would go with them. ``env.unwrapped.backend.vnc`` has it any time."""
-        vnc = getattr(self.backend, "vnc", None)
+        vnc = None if self.backend is None else self.backend.vnc
         if vnc is None or self._vnc_given_to is self.backend:
             return {}
         self._vnc_given_to = self.backend

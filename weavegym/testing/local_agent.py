@@ -49,6 +49,9 @@ class LocalAgent:
     def pid(self) -> int | None:
         return self._proc.pid if self._proc else None
 
+    def is_alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
     def start(self) -> LocalAgent:
         token_file = Path(self._dir.name) / "token"
         token_file.write_text(self.token)

@@ -82,6 +82,9 @@ class XvfbDisplay:
     def pid(self) -> int | None:
         return self._proc.pid if self._proc else None
 
+    def is_alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
     def stop(self) -> None:
         """Idempotent: kills the server's process group and reaps it."""
         proc, self._proc = self._proc, None

@@ -24,6 +24,9 @@ class Backend(Protocol):
     timings: dict[str, float]
     supports_snapshots: bool  # False: reset() cannot restore state, so the env re-runs the task setup
     workspace_user: str  # the guest account the episode's shell and python actions run as
+    # True when GUI apps and shell/python run as two accounts, so a file's owner says which channel made it
+    # and the checker adds provenance clauses and the channel rules.
+    separate_accounts: bool
 
     def start(self) -> Backend: ...
     def reset(self, snapshot: str) -> float: ...

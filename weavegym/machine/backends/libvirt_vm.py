@@ -117,6 +117,7 @@ def _domain_type(config: LibvirtConfig, conn: libvirt.virConnect | None = None) 
 class LibvirtVM:
     supports_snapshots = True
     workspace_user = WORKSPACE_USER  # the image's account for shell/python (vm_images/guest_files/provision.sh)
+    separate_accounts = True
 
     def __init__(self, config: LibvirtConfig | None = None) -> None:
         self.config = config or LibvirtConfig()

@@ -74,6 +74,10 @@ class SshMachine:
     def workspace_user(self) -> str:
         return self.config.workspace_user or DESKTOP_USER
 
+    @property
+    def separate_accounts(self) -> bool:
+        return self.workspace_user != DESKTOP_USER
+
     def __init__(self, config: SshConfig) -> None:
         self.config = config
         self.target = config.target  # validates the host early, before any connection

@@ -1,0 +1,100 @@
+"""WeaveEnv end to end on the local backend: a host Xvfb and the real guest agent, no image, no libvirt.
+
+These episodes run the env's whole path (parsing, the executor's dispatch, the shell session, frame
+settling, the trajectory, evaluation and the reward) in seconds. Every capability here also has a VM
+test (test_env_episode.py, test_env_gym.py); this tier is what makes iterating on the env fast.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from weavegym.envs.setup_context import SetupContext
+from weavegym.envs.task import Channels, OracleContext, Prepared, Task
+from weavegym.envs.weave_env import WeaveEnv
+from weavegym.evaluators import Clause, Probe, Verdict
+from weavegym.testing.local_backend import LocalBackend
+
+pytestmark = pytest.mark.xvfb
+
+SCREEN = (640, 480)
+
+
+def _setup(ctx: SetupContext) -> Prepared:
+    folder = f"/tmp/weavegym-local-env/{ctx.task_id}-{ctx.seed}"
+    ctx.run(["rm", "-rf", folder])
+    word = f"{ctx.rng.integers(10**6):06d}-{secrets.token_hex(2)}"
+    ctx.write_file(f"{folder}/word.txt", word + "\n", owner="root")
+    return Prepared(params={"folder": folder}, truth={"folder": folder, "answer": word[::-1]})
+
+
+def _reversed_word(probe: Probe, truth: dict) -> Verdict:
+    text = probe.read_text(f"{truth['folder']}/answer.txt")
+    if text is None:
+        return Verdict.failed("answer.txt is missing")
+    ok = text.strip() == truth["answer"]
+    return (Verdict.satisfied if ok else Verdict.failed)(f"answer.txt holds {text.strip()!r}")
+
+
+def _oracle(ctx: OracleContext) -> Iterator[str]:
+    yield f"shell(\"rev {ctx.truth['folder']}/word.txt > {ctx.truth['folder']}/answer.txt\")"
+    yield "done()"
+
+
+TASK = Task(
+    id="Weave-DevOps-99", title="Reverse a word (local test task)",
+    instruction="Write the word in {folder}/word.txt reversed into {folder}/answer.txt.",
+    channels=Channels(gui="nothing", cli="rev", why_both="a test task for the env's own path"),
+    setup=_setup, clauses=(Clause("reversed", "answer.txt holds the word reversed", _reversed_word),),
+    oracle=_oracle, max_steps=6, time_budget_s=120.0,
+)
+
+
+@pytest.fixture()
+def env() -> Iterator[WeaveEnv]:
+    env = WeaveEnv(TASK, backend=LocalBackend(SCREEN), screen_size=SCREEN, settle_stable_s=0.05)
+    yield env
+    env.close()
+
+
+def test_an_oracle_episode_scores_one_and_records_every_step(env: WeaveEnv) -> None:
+    obs, info = env.reset(seed=3)
+    assert obs["screen"].shape == (480, 640, 3) and obs["screen"].dtype == np.uint8
+    assert info["task_seed"] == 3 and info["snapshot"] == "created"  # no snapshots: setup runs every reset
+    word = Path(env.prepared.truth["folder"], "word.txt").read_text().strip()
+    folder = env.prepared.truth["folder"]
+    obs, reward, terminated, truncated, info = env.step({"kind": "shell", "text": f"cat {folder}/word.txt"})
+    assert obs["terminal"].strip() == word and int(obs["exit_code"]) == 0 and reward == 0.0
+    for action in TASK.oracle(OracleContext(env.prepared.params, env.prepared.truth, SCREEN)):
+        obs, reward, terminated, truncated, info = env.step(action)
+    assert terminated and not truncated and reward == 1.0 and info["end_reason"] == "done"
+    assert info["evaluation"]["score"] == 1.0
+    assert [s.channel for s in env.trajectory.steps] == ["reset", "cli", "cli", "control"]
+
+
+def test_a_do_nothing_episode_scores_zero_and_bad_actions_change_nothing(env: WeaveEnv) -> None:
+    env.reset(seed=4)
+    obs, reward, terminated, _, info = env.step("teleport(1, 2)")
+    assert "unknown action" in info["action_error"] and not terminated and reward == 0.0
+    assert env.trajectory.steps[-1].channel == "invalid" and obs["terminal"] == ""
+    obs, _, _, _, info = env.step({"kind": "key", "keys": "NoSuchKeyName"})
+    assert info["action_error"].startswith("the guest rejected the action")
+    obs, _, _, _, info = env.step("click(639, 479)")
+    assert info["action_error"] is None and obs["screen"].shape == (480, 640, 3)
+    obs, reward, terminated, _, info = env.step("done")
+    assert terminated and reward == 0.0 and info["evaluation"]["clauses"][0]["outcome"] == "failed"
+
+
+def test_steps_run_out_and_the_checker_still_scores(env: WeaveEnv) -> None:
+    env.reset(seed=5)
+    folder = env.prepared.truth["folder"]
+    env.step(f'shell("rev {folder}/word.txt > {folder}/answer.txt")')
+    for _ in range(4):
+        env.step("wait(0.01)")
+    _, reward, terminated, truncated, info = env.step("wait(0.01)")
+    assert truncated and not terminated and info["end_reason"] == "max_steps" and reward == 1.0
