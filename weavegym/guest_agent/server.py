@@ -314,11 +314,11 @@ class GuestAgentServicer(pb_grpc.GuestAgentServicer):
     @_guarded
     def ListWindows(self, request, context):
         records, wm = list_windows(self.display, include_unmapped=request.include_unmapped)
-        return pb.ListWindowsResponse(windows=[pb.WindowInfo(**vars(r)) for r in records], window_manager=wm)
+        return pb.ListWindowsResponse(windows=records, window_manager=wm)
 
     @_guarded
     def ActivateWindow(self, request, context):
-        return pb.WindowInfo(**vars(activate_window(self.display, request.id)))
+        return activate_window(self.display, request.id)
 
 
 def build_server(config: AgentConfig) -> tuple[grpc.Server, GuestAgentServicer, int]:

@@ -12,7 +12,6 @@ becomes NotFound now instead of a stray error printed during a later call.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import Any
 
 from Xlib import X, Xatom
@@ -20,26 +19,12 @@ from Xlib import display as xdisplay
 from Xlib import error as xerror
 from Xlib.protocol import event as xevent
 
+from weavegym.agent.v1 import agent_pb2 as pb
 from weavegym.guest_agent.display import DisplayConnection
 from weavegym.guest_agent.errors import FailedPrecondition, InvalidArgument, NotFound
 
 ACTIVATE_TIMEOUT_S = 3.0
 _SOURCE_PAGER = 2  # _NET_ACTIVE_WINDOW source indication: a pager/tool, so the WM obeys
-
-
-@dataclass
-class WindowRecord:
-    id: int
-    title: str
-    wm_class: str
-    wm_instance: str
-    pid: int
-    x: int
-    y: int
-    width: int
-    height: int
-    focused: bool
-    mapped: bool
 
 
 def _window(d: xdisplay.Display, wid: int) -> Any:
@@ -114,8 +99,8 @@ def _focus_chain(d: xdisplay.Display) -> set[int]:
     return chain
 
 
-def _record(d: xdisplay.Display, wid: int, focus: set[int]) -> WindowRecord | None:
-    """The window's record, or None if it does not exist (any more)."""
+def _record(d: xdisplay.Display, wid: int, focus: set[int]) -> pb.WindowInfo | None:
+    """The window's record (the protocol's own message: nothing to convert), or None if it is gone."""
     win = _window(d, wid)
     try:
         attrs = win.get_attributes()
@@ -126,14 +111,14 @@ def _record(d: xdisplay.Display, wid: int, focus: set[int]) -> WindowRecord | No
         pid = _cardinals(win, d, "_NET_WM_PID", Xatom.CARDINAL)
     except xerror.XError:
         return None
-    return WindowRecord(
+    return pb.WindowInfo(
         id=wid, title=title, wm_class=klass, wm_instance=instance, pid=pid[0] if pid else 0,
         x=pos.x, y=pos.y, width=geom.width, height=geom.height,
         focused=wid in focus, mapped=attrs.map_state != X.IsUnmapped,
     )
 
 
-def list_windows(conn: DisplayConnection, include_unmapped: bool = False) -> tuple[list[WindowRecord], str]:
+def list_windows(conn: DisplayConnection, include_unmapped: bool = False) -> tuple[list[pb.WindowInfo], str]:
     """Top-level client windows (EWMH stacking order when available) and the WM's name ("" if none)."""
     with conn.session() as d:
         ewmh, wm_name = window_manager(d)
@@ -149,7 +134,7 @@ def _check_id(window_id: int) -> int:
 
 
 def activate_window(conn: DisplayConnection, window_id: int,
-                    timeout: float = ACTIVATE_TIMEOUT_S) -> WindowRecord:
+                    timeout: float = ACTIVATE_TIMEOUT_S) -> pb.WindowInfo:
     """Raise and focus a top-level window; returns its record once it holds the input focus."""
     wid = _check_id(window_id)
     with conn.session() as d:

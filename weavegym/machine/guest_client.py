@@ -116,6 +116,11 @@ class WindowInfo:
     focused: bool
     mapped: bool
 
+    @property
+    def geometry(self) -> list[int]:
+        """[x, y, width, height]: what a task's setup hands its oracle (the shell has no display to ask)."""
+        return [self.x, self.y, self.width, self.height]
+
 
 @dataclass
 class FileStat:

@@ -127,7 +127,7 @@ def setup(ctx: SetupContext) -> Prepared:
     title = f"{TEAMS[int(ctx.rng.integers(len(TEAMS)))]} Q{quarter} 2026 revenue by region"
     return Prepared(params={"quarter": quarter, "kind": kind, "title": title},
                     truth={"revenue": _revenue(db, quarter), "kind": kind, "quarter": quarter, "title": title,
-                           "window": [window.x, window.y, window.width, window.height]})
+                           "window": window.geometry})
 
 
 def _ods(probe: Probe) -> tuple[ET.Element, ET.Element | None] | None:

@@ -82,7 +82,7 @@ def setup(ctx: SetupContext) -> Prepared:
                     truth={"counted": counted, "adjustments": adjustments,
                            "original": {row[0]: row[3] for row in stock},
                            "stock_value": f"{cents // 100}.{cents % 100:02d}",
-                           "window": [window.x, window.y, window.width, window.height]})
+                           "window": window.geometry})
 
 
 def _qty(probe: Probe) -> dict[str, int] | None:

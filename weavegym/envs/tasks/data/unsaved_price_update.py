@@ -109,7 +109,7 @@ def setup(ctx: SetupContext) -> Prepared:
     return Prepared(params={"category": category},
                     truth={"after": after, "final": final, "original": {r[0]: r for r in rows},
                            "discontinued": sorted(discontinued), "new_sku": new_sku, "category": category,
-                           "window": [window.x, window.y, window.width, window.height]})
+                           "window": window.geometry})
 
 
 def _products(probe: Probe) -> dict[str, tuple[Any, ...]] | None:

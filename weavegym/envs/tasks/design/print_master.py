@@ -98,7 +98,7 @@ def setup(ctx: SetupContext) -> Prepared:
                    f"gimp --no-splash {STUDIO}/{photo}.png", name="gimp")
     window = ctx.wait_window(rf"^\[{photo}\] \(imported\).* – GIMP$", timeout=400)
     truth = {"order": order, "dpi": dpi, "width": width, "height": round(width * SIZE[1] / SIZE[0]),
-             "thumb": _thumb(np.asarray(image)).tolist(), "window": [window.x, window.y, window.width, window.height]}
+             "thumb": _thumb(np.asarray(image)).tolist(), "window": window.geometry}
     return Prepared(params={"photo": photo}, truth=truth)
 
 

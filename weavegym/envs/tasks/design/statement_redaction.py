@@ -99,7 +99,7 @@ def setup(ctx: SetupContext) -> Prepared:
     width, height = Image.open(io.BytesIO(png)).size
     return Prepared(params={},
                     truth={"targets": targets, "cells": cells, "size": [width, height],
-                           "window": [window.x, window.y, window.width, window.height]})
+                           "window": window.geometry})
 
 
 def _inside(inner: list[int], outer: list[int]) -> bool:

@@ -87,7 +87,7 @@ def setup(ctx: SetupContext) -> Prepared:
     window = ctx.wait_window(f"^{DIALOG_TITLE}$")
     return Prepared(params={"port": port},
                     truth={"port": port, "build": build, "data_file": data_file,
-                           "window": [window.x, window.y, window.width, window.height]})
+                           "window": window.geometry})
 
 
 def check_listening(probe: Probe, truth: Mapping[str, Any]) -> Verdict:

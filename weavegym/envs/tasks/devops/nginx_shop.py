@@ -135,7 +135,7 @@ systemctl restart nginx || true
     window = ctx.wait_window(f"^{DIALOG_TITLE}$")
     return Prepared(params={"port": site_port, "ticket": ticket},
                     truth={"port": site_port, "snippet": snippet, "api_port": api_port, "build": build,
-                           "ticket": ticket, "window": [window.x, window.y, window.width, window.height]})
+                           "ticket": ticket, "window": window.geometry})
 
 
 def check_active(probe: Probe, truth: Mapping[str, Any]) -> Verdict:

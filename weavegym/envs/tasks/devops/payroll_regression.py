@@ -147,7 +147,7 @@ def setup(ctx: SetupContext) -> Prepared:
     return Prepared(params={},
                     truth={"culprit": culprit, "tip": shas[-1], "row": len(shas) - 1 - position,
                            "file": culprit_file, "good": good, "bad": bad, "gross": _gross(rows),
-                           "window": [window.x, window.y, window.width, window.height]})
+                           "window": window.geometry})
 
 
 def _history_log(plan: list[tuple[str, dict[str, str]]], position: int, traceback: str) -> str:

@@ -96,7 +96,7 @@ def setup(ctx: SetupContext) -> Prepared:
                            "catalog": [{"sku": c["sku"], "cost": str(c["cost"]), "markup": str(c["markup"]),
                                         "row": c["row"]} for c in catalog],
                            "new_costs": new_costs,
-                           "window": [window.x, window.y, window.width, window.height]})
+                           "window": window.geometry})
 
 
 def _cells(row: ET.Element) -> list[ET.Element]:

@@ -82,7 +82,7 @@ def setup(ctx: SetupContext) -> Prepared:
     return Prepared(params={"tarball": tarball},
                     truth={"tarball": tarball, "size": len(data), "sha256": hashlib.sha256(data).hexdigest(),
                            "reviewer": f"{given} {surname}",
-                           "window": [window.x, window.y, window.width, window.height]})
+                           "window": window.geometry})
 
 
 def _notes(probe: Probe) -> ET.Element | None:

@@ -119,7 +119,7 @@ def setup(ctx: SetupContext) -> Prepared:
                     truth={"contract": contract, "signed": f"{year}-{month:02d}-{day:02d}", "thumbs": thumbs,
                            "scans_in_order": [names[k] for k in by_page],
                            "flipped": sorted(names[k] for k in flipped),
-                           "window": [window.x, window.y, window.width, window.height]})
+                           "window": window.geometry})
 
 
 def _answer(probe: Probe) -> list[str] | None:

@@ -211,7 +211,7 @@ def setup(ctx: SetupContext) -> Prepared:
     side = "White" if fen.split()[1] == "w" else "Black"
     rights = fen.split()[2]
     return Prepared(params={"side": side, "depth": DEPTH, "castling": "none" if rights == "-" else rights},
-                    truth={"fen": fen, "best": best, "window": [window.x, window.y, window.width, window.height]})
+                    truth={"fen": fen, "best": best, "window": window.geometry})
 
 
 def piece_at(fen: str, square: str) -> str:

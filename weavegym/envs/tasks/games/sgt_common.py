@@ -73,7 +73,7 @@ def start_hidden(ctx: SetupContext, binary: str, game: str, params: str, desc: s
     ctx.launch_gui(f"cd {HOME} && {{as_user}} {binary} --load {start}", name=slug)
     window = ctx.wait_window(title)
     ctx.run(["rm", "-f", start])
-    return [window.x, window.y, window.width, window.height]
+    return window.geometry
 
 
 def python_command(source: str, *args: str) -> str:

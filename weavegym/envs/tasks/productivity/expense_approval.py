@@ -48,7 +48,7 @@ def setup(ctx: SetupContext) -> Prepared:
     approver = ("weave", "ops-lead", "finance", "travel-desk", "cfo-office")[int(ctx.rng.integers(0, 5))]
     return Prepared(params={"approver": approver},
                     truth={"travel_total": f"{travel_cents // 100}.{travel_cents % 100:02d}", "approver": approver,
-                           "reference": reference, "window": [window.x, window.y, window.width, window.height]})
+                           "reference": reference, "window": window.geometry})
 
 
 def _answer(probe: Probe) -> list[str] | None:

@@ -72,7 +72,7 @@ def setup(ctx: SetupContext) -> Prepared:
     return Prepared(params={"place": place, "min_rating": min_rating, "prefix": prefix},
                     truth={"place": place, "min_rating": min_rating, "prefix": prefix, "chosen": chosen,
                            "first": chosen[0], "renamed": prefix + chosen[0],
-                           "hashes": hashes, "window": [window.x, window.y, window.width, window.height]})
+                           "hashes": hashes, "window": window.geometry})
 
 
 def _uploaded(probe: Probe) -> list[str] | None:

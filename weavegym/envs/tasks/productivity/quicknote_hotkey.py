@@ -67,7 +67,7 @@ def setup(ctx: SetupContext) -> Prepared:
     return Prepared(params={"key": key.upper()},
                     truth={"key": key, "property": f"/commands/custom/<Super>{key}", "inbox": inbox,
                            "probe_text": f"checker note {int(ctx.rng.integers(1000, 10000))}",
-                           "window": [window.x, window.y, window.width, window.height]})
+                           "window": window.geometry})
 
 
 def _binding(probe: Probe, prop: str) -> tuple[str | None, str]:

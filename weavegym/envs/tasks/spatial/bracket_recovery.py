@@ -59,7 +59,7 @@ def setup(ctx: SetupContext) -> Prepared:
     expected = (length * width - 4 * polygon_area(hole_d / 2, FN)) * thickness
     return Prepared(params={"hole_d": hole_d},
                     truth={"part_id": part_id, "source": source, "size": [length, width, thickness], "volume": expected,
-                           "window": [window.x, window.y, window.width, window.height]})
+                           "window": window.geometry})
 
 
 def _mesh(probe: Probe) -> Any:

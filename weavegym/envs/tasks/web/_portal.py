@@ -19,11 +19,13 @@ desktop account can write Firefox's profile.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from weavegym.machine.guest_client import WindowInfo
 from weavegym.envs.setup_context import DESKTOP_USER, HOME, PRIVATE_DIR, SetupContext
-from weavegym.evaluators import Probe
+from weavegym.envs.task import ActionLike
+from weavegym.evaluators import Probe, Verdict
+from weavegym.machine.guest_client import WindowInfo
 
 SERVER = "/usr/local/lib/portal/portal_server.py"
 STATIC = "/usr/local/lib/portal/static"
@@ -125,3 +127,51 @@ def check_sent(probe: Probe, form: str, origin: str, what: str) -> tuple[bool, s
             f"{len(records)} {what}(s) received, from {describe(records)}; expected one from the browser "
             f"(the desktop account, {DESKTOP_USER!r}) on {origin}")
 
+
+
+Judge = Callable[[dict[str, Any], Mapping[str, Any]], tuple[bool, str]]
+
+
+def sent_check(form: str, what: str) -> Callable[[Probe, Mapping[str, Any]], Verdict]:
+    """The critical clause of every Web task: a submission of ``form`` came from the browser on the portal."""
+    def check(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
+        return Verdict.check(*check_sent(probe, form, truth["origin"], what))
+    return check
+
+
+def submitted_check(form: str, what: str, judge: Judge) -> Callable[[Probe, Mapping[str, Any]], Verdict]:
+    """A clause over the browser's last accepted submission of ``form``; with none, it fails plainly."""
+    def check(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
+        data = from_browser(submissions(probe, form), truth["origin"])
+        if data is None:
+            return Verdict.failed(f"no {what} was sent from the browser")
+        return Verdict.check(*judge(data, truth))
+    return check
+
+
+def field_is(field: str, truth_key: str = "", label: str = "") -> Judge:
+    """Judge: the submitted ``field`` equals ``truth[truth_key or field]``."""
+    def judge(data: dict[str, Any], truth: Mapping[str, Any]) -> tuple[bool, str]:
+        found, expected = data.get(field), truth[truth_key or field]
+        return found == expected, f"{label or field} {found!r}, expected {expected!r}"
+    return judge
+
+
+def fill_form(window: Sequence[int], fields: Sequence[str | Sequence[ActionLike]], log: str,
+              form: str) -> Iterator[ActionLike]:
+    """Fill the portal's form by keyboard and send it, then wait until the server logs the POST.
+
+    The click lands on the page banner, above the form, so the first Tab reaches the first field. A field
+    is text to type, or the keys that choose it (a select list).
+    """
+    x, y, width, _height = window
+    yield {"kind": "click", "x": x + width // 2, "y": y + 150}
+    for value in fields:
+        yield {"kind": "key", "keys": "Tab"}
+        if isinstance(value, str):
+            yield {"kind": "type", "text": value}
+        else:
+            yield from value
+    yield {"kind": "key", "keys": "Return"}
+    yield {"kind": "shell", "command": f"timeout 60 sh -c 'until grep -q \"POST /api/{form} \" {log}; "
+                                       "do sleep 0.3; done'", "timeout": 90}

@@ -28,11 +28,12 @@ from weavegym.envs.task import ActionLike, Channels, Deliverable, OracleContext,
 from weavegym.envs.tasks.web._portal import (
     RECORDS,
     STATIC,
-    check_sent,
-    from_browser,
+    field_is,
+    fill_form,
     launch_firefox,
+    sent_check,
     start_server,
-    submissions,
+    submitted_check,
     write_static,
 )
 from weavegym.evaluators import Clause, Probe, Verdict
@@ -115,40 +116,13 @@ def setup(ctx: SetupContext) -> Prepared:
     reviewer = f"{'abcdefghijklmnoprstvw'[int(rng.integers(21))]}.{SURNAMES[int(rng.integers(len(SURNAMES)))]}"
     return Prepared(params={"page_port": page_port, "api_port": api_port, "reviewer": reviewer},
                     truth={**good, "reviewer": reviewer, "origin": origin, "wrong_origin": wrong,
-                           "window": [window.x, window.y, window.width, window.height]})
+                           "window": window.geometry})
 
 
-def _signoff(probe: Probe, truth: Mapping[str, Any]) -> dict[str, Any] | None:
-    return from_browser(submissions(probe, FORM), truth["origin"])
-
-
-def check_recorded(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
-    return Verdict.check(*check_sent(probe, FORM, truth["origin"], "sign-off"))
-
-
-def check_archive(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
-    data = _signoff(probe, truth)
-    if data is None:
-        return Verdict.failed("no sign-off was recorded from the browser")
-    return Verdict.check(data.get("archive") == truth["archive"],
-                         f"signed off {data.get('archive')!r}, expected {truth['archive']!r} (the newest intact one)")
-
-
-def check_checksum(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
-    data = _signoff(probe, truth)
-    if data is None:
-        return Verdict.failed("no sign-off was recorded from the browser")
+def _checksum(data: dict[str, Any], truth: Mapping[str, Any]) -> tuple[bool, str]:
     ok = data.get("sha256") == truth["sha256"] and data.get("size") == truth["size"]
-    return Verdict.check(ok, f"sha256 {str(data.get('sha256'))[:16]}…, size {data.get('size')}; expected "
-                             f"{truth['sha256'][:16]}…, {truth['size']}")
-
-
-def check_reviewer(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
-    data = _signoff(probe, truth)
-    if data is None:
-        return Verdict.failed("no sign-off was recorded from the browser")
-    return Verdict.check(data.get("reviewer") == truth["reviewer"],
-                         f"verified by {data.get('reviewer')!r}, expected {truth['reviewer']!r}")
+    return ok, (f"sha256 {str(data.get('sha256'))[:16]}…, size {data.get('size')}; expected "
+                f"{truth['sha256'][:16]}…, {truth['size']}")
 
 
 def check_config(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
@@ -164,19 +138,8 @@ def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
     yield {"kind": "shell", "command": f"cat ~/portal/api.ini; grep -n 'API\\|fetch' {STATIC}/signoff.js"}
     yield {"kind": "shell", "command": f"sed -i 's|^allowed_origin = .*|allowed_origin = {ctx.truth['origin']}|' "
                                        "~/portal/api.ini && cat ~/portal/api.ini"}
-    x, _y, w, _h = ctx.truth["window"]
-    yield {"kind": "click", "x": x + w // 2, "y": ctx.truth["window"][1] + 150}  # the page banner, above the form
-    yield {"kind": "key", "keys": "Tab"}
-    yield {"kind": "type", "text": ctx.truth["archive"]}
-    yield {"kind": "key", "keys": "Tab"}
-    yield {"kind": "type", "text": ctx.truth["sha256"]}
-    yield {"kind": "key", "keys": "Tab"}
-    yield {"kind": "type", "text": str(ctx.truth["size"])}
-    yield {"kind": "key", "keys": "Tab"}
-    yield {"kind": "type", "text": ctx.truth["reviewer"]}
-    yield {"kind": "key", "keys": "Return"}
-    yield {"kind": "shell", "command": f"timeout 60 sh -c 'until grep -q \"POST /api/{FORM} \" {API_LOG}; "
-                                       "do sleep 0.3; done'", "timeout": 90}
+    t = ctx.truth
+    yield from fill_form(t["window"], [t["archive"], t["sha256"], str(t["size"]), t["reviewer"]], API_LOG, FORM)
     yield {"kind": "done"}
 
 
@@ -200,10 +163,13 @@ TASK = Task(
     setup=setup,
     clauses=(
         Clause("signoff_recorded", "a sign-off was recorded from the browser (the desktop account) on the portal's "
-               "page", check_recorded, weight=2.0, critical=True),
-        Clause("archive", "it names the newest intact archive", check_archive, weight=2.0),
-        Clause("checksum", "it gives that archive's SHA-256 and size", check_checksum, weight=2.0),
-        Clause("reviewer", "it names the requested reviewer", check_reviewer),
+               "page", sent_check(FORM, "sign-off"), weight=2.0, critical=True),
+        Clause("archive", "it names the newest intact archive",
+               submitted_check(FORM, "sign-off", field_is("archive", label="signed off")), weight=2.0),
+        Clause("checksum", "it gives that archive's SHA-256 and size",
+               submitted_check(FORM, "sign-off", _checksum), weight=2.0),
+        Clause("reviewer", "it names the requested reviewer",
+               submitted_check(FORM, "sign-off", field_is("reviewer", label="verified by"))),
         Clause("config_fixed", "api.ini allows exactly the portal page's origin", check_config),
     ),
     deliverables=(

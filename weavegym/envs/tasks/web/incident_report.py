@@ -27,11 +27,12 @@ from weavegym.envs.task import ActionLike, Channels, Deliverable, OracleContext,
 from weavegym.envs.tasks.web._portal import (
     RECORDS,
     STATIC,
-    check_sent,
-    from_browser,
+    field_is,
+    fill_form,
     launch_firefox,
+    sent_check,
     start_server,
-    submissions,
+    submitted_check,
     write_static,
 )
 from weavegym.evaluators import Clause, Probe, Verdict
@@ -122,21 +123,7 @@ def setup(ctx: SetupContext) -> Prepared:
                     truth={"date": day.isoformat(), "endpoint": worst, "errors": count, "reporter": reporter,
                            "origin": f"http://127.0.0.1:{port}", "ids": sorted(ids.values()),
                            "wrong_id": markup[broken], "right_id": ids[broken],
-                           "window": [window.x, window.y, window.width, window.height]})
-
-
-def check_filed(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
-    return Verdict.check(*check_sent(probe, FORM, truth["origin"], "report"))
-
-
-def _field_check(name: str, expected_key: str) -> Any:
-    def check(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
-        data = from_browser(submissions(probe, FORM), truth["origin"])
-        if data is None:
-            return Verdict.failed("no report was filed from the browser")
-        found = data.get(name)
-        return Verdict.check(found == truth[expected_key], f"{name} {found!r}, expected {truth[expected_key]!r}")
-    return check
+                           "window": window.geometry})
 
 
 def check_source_fixed(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
@@ -166,16 +153,8 @@ def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
     yield {"kind": "shell", "command": "timeout 60 sh -c \"until tail -n +$((N + 1)) /var/log/portal.log "
                                        "| grep -q 'GET /static/report.js'; do sleep 0.2; done\"", "timeout": 90}
     yield {"kind": "wait", "seconds": 2}  # the script clears the fields as it starts
-    yield {"kind": "click", "x": x + w // 2, "y": y + 150}  # the page banner, above the form
-    yield {"kind": "key", "keys": "Tab"}
-    yield {"kind": "type", "text": ctx.truth["endpoint"]}
-    yield {"kind": "key", "keys": "Tab"}
-    yield {"kind": "type", "text": str(ctx.truth["errors"])}
-    yield {"kind": "key", "keys": "Tab"}
-    yield {"kind": "type", "text": ctx.truth["reporter"]}
-    yield {"kind": "key", "keys": "Return"}
-    yield {"kind": "shell", "command": f"timeout 60 sh -c 'until grep -q \"POST /api/{FORM} \" {SERVER_LOG}; "
-                                       "do sleep 0.3; done'", "timeout": 90}
+    yield from fill_form(ctx.truth["window"], [ctx.truth["endpoint"], str(ctx.truth["errors"]), ctx.truth["reporter"]],
+                         SERVER_LOG, FORM)
     yield {"kind": "done"}
 
 
@@ -198,12 +177,13 @@ TASK = Task(
     setup=setup,
     clauses=(
         Clause("report_filed", "a report was filed from the browser (the desktop account) on the portal's page",
-               check_filed, weight=2.0, critical=True),
-        Clause("endpoint", "the report names the endpoint with the most 5xx", _field_check("endpoint", "endpoint"),
-               weight=2.0),
-        Clause("error_count", "the report gives that endpoint's 5xx count", _field_check("errors", "errors"),
-               weight=2.0),
-        Clause("reporter", "the report names the requested reporter", _field_check("reporter", "reporter")),
+               sent_check(FORM, "report"), weight=2.0, critical=True),
+        Clause("endpoint", "the report names the endpoint with the most 5xx",
+               submitted_check(FORM, "report", field_is("endpoint")), weight=2.0),
+        Clause("error_count", "the report gives that endpoint's 5xx count",
+               submitted_check(FORM, "report", field_is("errors")), weight=2.0),
+        Clause("reporter", "the report names the requested reporter",
+               submitted_check(FORM, "report", field_is("reporter"))),
         Clause("source_fixed", "index.html has every field id the portal's script looks up", check_source_fixed),
     ),
     deliverables=(

@@ -24,11 +24,11 @@ from weavegym.envs.task import ActionLike, Channels, Deliverable, OracleContext,
 from weavegym.envs.tasks.web._portal import (
     RECORDS,
     STATIC,
-    check_sent,
-    from_browser,
+    fill_form,
     launch_firefox,
+    sent_check,
     start_server,
-    submissions,
+    submitted_check,
     write_static,
 )
 from weavegym.evaluators import Clause, Probe, Verdict
@@ -156,37 +156,23 @@ def setup(ctx: SetupContext) -> Prepared:
                     truth={"service": service, "project": project, "flavor": flavor, "peak_cpu": peak_cpu,
                            "origin": f"http://127.0.0.1:{port}", "bug": BUGS[bug],
                            "peak_mem": peak_mem, "flavor_index": [f["name"] for f in flavors].index(flavor),
-                           "window": [window.x, window.y, window.width, window.height]})
+                           "window": window.geometry})
 
 
-def _request(probe: Probe, truth: Mapping[str, Any]) -> dict[str, Any] | None:
-    return from_browser(submissions(probe, FORM), truth["origin"])
+def _flavor(data: dict[str, Any], truth: Mapping[str, Any]) -> tuple[bool, str]:
+    return (data.get("flavor") == truth["flavor"] and data.get("project") == truth["project"],
+            f"requested {data.get('flavor')!r} for {data.get('project')!r}, expected "
+            f"{truth['flavor']!r} (the cheapest that fits) for {truth['project']!r}")
 
 
-def check_request_sent(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
-    return Verdict.check(*check_sent(probe, FORM, truth["origin"], "request"))
-
-
-def check_flavor(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
-    data = _request(probe, truth)
-    if data is None:
-        return Verdict.failed("no request was sent from the browser")
-    return Verdict.check(data.get("flavor") == truth["flavor"] and data.get("project") == truth["project"],
-                         f"requested {data.get('flavor')!r} for {data.get('project')!r}, expected "
-                         f"{truth['flavor']!r} (the cheapest that fits) for {truth['project']!r}")
-
-
-def check_peaks(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
-    data = _request(probe, truth)
-    if data is None:
-        return Verdict.failed("no request was sent from the browser")
+def _peaks(data: dict[str, Any], truth: Mapping[str, Any]) -> tuple[bool, str]:
     try:
         ok = (abs(float(data.get("peak_cpu")) - truth["peak_cpu"]) < 0.005
               and abs(float(data.get("peak_mem")) - truth["peak_mem"]) < 0.005)
     except (TypeError, ValueError):
         ok = False
-    return Verdict.check(ok, f"peaks cpu {data.get('peak_cpu')} / mem {data.get('peak_mem')}, expected "
-                             f"{truth['peak_cpu']} / {truth['peak_mem']}")
+    return ok, (f"peaks cpu {data.get('peak_cpu')} / mem {data.get('peak_mem')}, expected "
+                f"{truth['peak_cpu']} / {truth['peak_mem']}")
 
 
 def check_catalog(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
@@ -210,19 +196,9 @@ def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
     yield {"kind": "shell", "command": "timeout 60 sh -c \"until tail -n +$((N + 1)) /var/log/portal.log "
                                        "| grep -q 'GET /flavors.json'; do sleep 0.2; done\"", "timeout": 90}
     yield {"kind": "wait", "seconds": 2}  # the script fills the flavor list
-    yield {"kind": "click", "x": x + w // 2, "y": y + 150}  # the page banner, above the form
-    yield {"kind": "key", "keys": "Tab"}
-    yield {"kind": "type", "text": ctx.truth["project"]}
-    yield {"kind": "key", "keys": "Tab"}
-    for _ in range(ctx.truth["flavor_index"] + 1):  # past "Choose a flavor…"
-        yield {"kind": "key", "keys": "Down"}
-    yield {"kind": "key", "keys": "Tab"}
-    yield {"kind": "type", "text": f"{ctx.truth['peak_cpu']:.2f}"}
-    yield {"kind": "key", "keys": "Tab"}
-    yield {"kind": "type", "text": f"{ctx.truth['peak_mem']:.2f}"}
-    yield {"kind": "key", "keys": "Return"}
-    yield {"kind": "shell", "command": f"timeout 60 sh -c 'until grep -q \"POST /api/{FORM} \" {SERVER_LOG}; "
-                                       "do sleep 0.3; done'", "timeout": 90}
+    flavor = [{"kind": "key", "keys": "Down"}] * (ctx.truth["flavor_index"] + 1)  # past "Choose a flavor…"
+    yield from fill_form(ctx.truth["window"], [ctx.truth["project"], flavor, f"{ctx.truth['peak_cpu']:.2f}",
+                                               f"{ctx.truth['peak_mem']:.2f}"], SERVER_LOG, FORM)
     yield {"kind": "done"}
 
 
@@ -246,9 +222,11 @@ TASK = Task(
     setup=setup,
     clauses=(
         Clause("request_sent", "a VM request was sent from the browser (the desktop account) on the portal's page",
-               check_request_sent, weight=2.0, critical=True),
-        Clause("flavor", "it asks for the cheapest fitting flavor for the right project", check_flavor, weight=2.0),
-        Clause("peaks", "it states the service's peak CPU and memory", check_peaks, weight=2.0),
+               sent_check(FORM, "request"), weight=2.0, critical=True),
+        Clause("flavor", "it asks for the cheapest fitting flavor for the right project",
+               submitted_check(FORM, "request", _flavor), weight=2.0),
+        Clause("peaks", "it states the service's peak CPU and memory",
+               submitted_check(FORM, "request", _peaks), weight=2.0),
         Clause("catalog_fixed", "flavors.json is valid JSON with the full catalog", check_catalog),
     ),
     deliverables=(
