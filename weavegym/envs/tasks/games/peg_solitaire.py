@@ -19,9 +19,16 @@ from typing import Any
 import numpy as np
 
 from weavegym.envs.setup_context import HOME, SetupContext
-from weavegym.envs.task import ActionLike, Channels, Deliverable, OracleContext, Prepared, Task
-from weavegym.envs.tasks.games.sgt_common import focus_action, python_command, save_via_dialog, saved_game, start_hidden
-from weavegym.evaluators import Clause, GuiArtifactViaCli, Probe, Verdict
+from weavegym.envs.task import ActionLike, Channels, OracleContext, Prepared, Task
+from weavegym.envs.tasks.games.sgt_common import (
+    focus_action,
+    python_command,
+    save_via_dialog,
+    saved_game,
+    saved_game_outputs,
+    start_hidden,
+)
+from weavegym.evaluators import Clause, Probe, Verdict
 
 PEGS = "/usr/games/sgt-pegs"
 SAVE = f"{HOME}/pegs.sav"
@@ -219,11 +226,7 @@ TASK = Task(
         Clause("plan_file", "~/pegs_solution.txt lists jumps that leave one peg", check_plan, weight=2.0),
         Clause("played_plan", "the saved game plays exactly the planned jumps", check_played_plan),
     ),
-    deliverables=(
-        Deliverable(SAVE, "gui", description="~/pegs.sav (saved by the Pegs window)"),
-        Deliverable(PLAN, "cli", description="~/pegs_solution.txt"),
-    ),
-    rules=(GuiArtifactViaCli([SAVE], "the save file must come from the Pegs window's Save dialog"),),
+    **saved_game_outputs(SAVE, PLAN, "Pegs", "~/pegs_solution.txt"),
     oracle=oracle,
     profile="base",
     apps=("sgt-pegs", "python3"),

@@ -19,9 +19,16 @@ from typing import Any
 import numpy as np
 
 from weavegym.envs.setup_context import HOME, SetupContext
-from weavegym.envs.task import ActionLike, Channels, Deliverable, OracleContext, Prepared, Task
-from weavegym.envs.tasks.games.sgt_common import focus_action, python_command, save_via_dialog, saved_game, start_hidden
-from weavegym.evaluators import Clause, GuiArtifactViaCli, Probe, Verdict
+from weavegym.envs.task import ActionLike, Channels, OracleContext, Prepared, Task
+from weavegym.envs.tasks.games.sgt_common import (
+    focus_action,
+    python_command,
+    save_via_dialog,
+    saved_game,
+    saved_game_outputs,
+    start_hidden,
+)
+from weavegym.evaluators import Clause, Probe, Verdict
 
 SAMEGAME = "/usr/games/sgt-samegame"
 SAVE = f"{HOME}/samegame.sav"
@@ -277,11 +284,7 @@ TASK = Task(
         Clause("plan_file", "~/samegame_plan.txt clears the board", check_plan, weight=2.0),
         Clause("played_plan", "the saved game plays exactly the planned removals", check_played_plan),
     ),
-    deliverables=(
-        Deliverable(SAVE, "gui", description="~/samegame.sav (saved by the Same Game window)"),
-        Deliverable(PLAN, "cli", description="~/samegame_plan.txt"),
-    ),
-    rules=(GuiArtifactViaCli([SAVE], "the save file must come from the Same Game window's Save dialog"),),
+    **saved_game_outputs(SAVE, PLAN, "Same Game", "~/samegame_plan.txt"),
     oracle=oracle,
     profile="base",
     apps=("sgt-samegame", "python3"),

@@ -23,7 +23,8 @@ import numpy as np
 
 from weavegym.envs.setup_context import HOME, SetupContext
 from weavegym.envs.task import ActionLike, OracleContext
-from weavegym.evaluators import Probe, Verdict
+from weavegym.evaluators import GuiArtifactViaCli, Probe, Verdict
+from weavegym.evaluators.provenance import Deliverable
 
 SAVE_DIALOG = "game file to save"  # the Save dialog's title: "Enter name of game file to save"
 DIFF_LEVEL = 24  # a pixel changed when a channel moved more than this
@@ -98,6 +99,20 @@ def focus_action(window: list[int]) -> dict[str, Any]:
     """A click on the puzzle's status bar (its bottom-left corner): focuses the window and moves nothing."""
     x, y, _w, h = window
     return {"kind": "click", "x": x + 4, "y": y + h - 4}
+
+
+def saved_game_outputs(save: str, plan: str, window: str, plan_description: str) -> dict[str, Any]:
+    """``deliverables`` and ``rules`` of a puzzle task: the save from the window's dialog, the plan from the shell.
+
+    Spread into ``Task(...)``: the save is the desktop account's and must not come out of a shell command;
+    the plan is the workspace account's.
+    """
+    name = save.rsplit("/", 1)[-1]
+    return {
+        "deliverables": (Deliverable(save, "gui", description=f"~/{name} (saved by the {window} window)"),
+                         Deliverable(plan, "cli", description=plan_description)),
+        "rules": (GuiArtifactViaCli([save], f"the save file must come from the {window} window's Save dialog"),),
+    }
 
 
 def _changed(frame: np.ndarray, reference: np.ndarray) -> np.ndarray:

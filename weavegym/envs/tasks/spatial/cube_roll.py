@@ -18,15 +18,16 @@ from collections import deque
 from collections.abc import Iterator
 
 from weavegym.envs.setup_context import HOME, SetupContext
-from weavegym.envs.task import ActionLike, Channels, Deliverable, OracleContext, Prepared, Task
+from weavegym.envs.task import ActionLike, Channels, OracleContext, Prepared, Task
 from weavegym.envs.tasks.games.sgt_common import (
     ShortestPlayChecks,
     focus_action,
     python_command,
     save_via_dialog,
+    saved_game_outputs,
     start_hidden,
 )
-from weavegym.evaluators import Clause, GuiArtifactViaCli
+from weavegym.evaluators import Clause
 
 CUBE = "/usr/games/sgt-cube"
 SAVE = f"{HOME}/cube.sav"
@@ -193,11 +194,7 @@ TASK = Task(
         Clause("route_file", "~/cube_route.txt holds a shortest solving route", CHECKS.check_moves_file, weight=2.0),
         Clause("rolled_route", "the saved game rolls exactly the route in the file", CHECKS.check_played),
     ),
-    deliverables=(
-        Deliverable(SAVE, "gui", description="~/cube.sav (saved by the Cube window)"),
-        Deliverable(ROUTE, "cli", description="~/cube_route.txt"),
-    ),
-    rules=(GuiArtifactViaCli([SAVE], "the save file must come from the Cube window's Save dialog"),),
+    **saved_game_outputs(SAVE, ROUTE, "Cube", "~/cube_route.txt"),
     oracle=oracle,
     profile="base",
     apps=("sgt-cube", "python3"),

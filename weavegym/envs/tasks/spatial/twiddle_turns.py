@@ -17,15 +17,16 @@ import re
 from collections.abc import Iterator
 
 from weavegym.envs.setup_context import HOME, SetupContext
-from weavegym.envs.task import ActionLike, Channels, Deliverable, OracleContext, Prepared, Task
+from weavegym.envs.task import ActionLike, Channels, OracleContext, Prepared, Task
 from weavegym.envs.tasks.games.sgt_common import (
     ShortestPlayChecks,
     focus_action,
     python_command,
     save_via_dialog,
+    saved_game_outputs,
     start_hidden,
 )
-from weavegym.evaluators import Clause, GuiArtifactViaCli
+from weavegym.evaluators import Clause
 
 TWIDDLE = "/usr/games/sgt-twiddle"
 PARAMS = "3x3n2o"  # 3x3 grid, 2x2 blocks, orientable tiles
@@ -206,11 +207,7 @@ TASK = Task(
                weight=2.0),
         Clause("played_moves", "the saved game plays exactly the moves in the file", CHECKS.check_played),
     ),
-    deliverables=(
-        Deliverable(SAVE, "gui", description="~/twiddle.sav (saved by the Twiddle window)"),
-        Deliverable(MOVES, "cli", description="~/twiddle_moves.txt"),
-    ),
-    rules=(GuiArtifactViaCli([SAVE], "the save file must come from the Twiddle window's Save dialog"),),
+    **saved_game_outputs(SAVE, MOVES, "Twiddle", "~/twiddle_moves.txt"),
     oracle=oracle,
     profile="base",
     apps=("sgt-twiddle", "python3"),
