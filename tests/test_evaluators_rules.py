@@ -48,14 +48,16 @@ def make_trajectory(frames: list[np.ndarray] | None = None, code: list[tuple[str
     frames = frames if frames is not None else [np.zeros((8, 8, 3), np.uint8)]
     records = [FrameRecord.of(i, f) for i, f in enumerate(frames)]
     traj = Trajectory(task_id="t", task_seed=0, instruction="do it")
-    traj.steps.append(StepRecord(0, "reset", None, "", None, "", 0, records[0]))
+    traj.steps.append(StepRecord(index=0, channel="reset", frame=records[0]))
     for i, frame in enumerate(records[1:], start=1):
-        traj.steps.append(StepRecord(i, "gui", {"kind": "click", "x": 1, "y": 1}, "click(1, 1)", None, "", 0, frame))
+        traj.steps.append(StepRecord(index=i, channel="gui", frame=frame, action={"kind": "click", "x": 1, "y": 1},
+                                     action_text="click(1, 1)"))
     entries = [(kind, src, None) for kind, src in code or []] + [("shell", src, "bad") for src in rejected or []]
     for kind, src, error in entries:
         index = len(traj.steps)
         field = "code" if kind == "python" else "command"
-        traj.steps.append(StepRecord(index, "cli", {"kind": kind, field: src}, src, error, "", 0, records[-1]))
+        traj.steps.append(StepRecord(index=index, channel="cli", frame=records[-1], action={"kind": kind, field: src},
+                                     action_text=src, action_error=error))
     return traj
 
 

@@ -129,7 +129,7 @@ def test_task_errors(probe: Probe) -> None:
 # -- evaluate() ----------------------------------------------------------------------------------------
 def trajectory() -> Trajectory:
     traj = Trajectory(task_id="t", task_seed=1, instruction="x")
-    traj.steps.append(StepRecord(0, "reset", None, "", None, "", 0, FrameRecord.of(0, np.zeros((4, 4, 3), np.uint8))))
+    traj.steps.append(StepRecord(index=0, channel="reset", frame=FrameRecord.of(0, np.zeros((4, 4, 3), np.uint8))))
     return traj
 
 

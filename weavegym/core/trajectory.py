@@ -40,16 +40,16 @@ class FrameRecord:
                    thumbnail(image))
 
 
-@dataclass
+@dataclass(kw_only=True)
 class StepRecord:
     index: int  # 0 for the reset observation, then 1, 2, …
     channel: str  # one of CHANNELS
-    action: dict[str, Any] | None  # the normalised action (kind + its fields); None for the reset
-    action_text: str  # the action in text form, e.g. 'click(100, 200)'; "" for the reset
-    action_error: str | None
-    terminal: str  # what the agent saw in obs["terminal"]
-    exit_code: int
     frame: FrameRecord
+    action: dict[str, Any] | None = None  # the normalised action (kind + its fields); None for the reset
+    action_text: str = ""  # the action in text form, e.g. 'click(100, 200)'; "" for the reset
+    action_error: str | None = None
+    terminal: str = ""  # what the agent saw in obs["terminal"]
+    exit_code: int = 0
     timings: dict[str, float] = field(default_factory=dict)
     wall_time: float = field(default_factory=time.time)
 

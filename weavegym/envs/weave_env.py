@@ -112,8 +112,8 @@ class WeaveEnv(gym.Env[dict[str, Any], dict[str, Any]]):
         self._frame = self._settle().frame
         timings = {"reset_s": time.monotonic() - start, "frame_s": time.monotonic() - frame_start}
         self.trajectory = Trajectory(self.task.id, self.task_seed, self.instruction, started_wall=time.time())
-        self.trajectory.record(StepRecord(0, "reset", None, "", None, "", 0, FrameRecord.of(0, self._frame),
-                                          timings))
+        self.trajectory.record(StepRecord(index=0, channel="reset", frame=FrameRecord.of(0, self._frame),
+                                          timings=timings))
         self._episode_start = time.monotonic()
         info = self._base_info()
         info.update(task_seed=self.task_seed, snapshot="created" if created else "cached", timings=timings)
@@ -157,9 +157,9 @@ class WeaveEnv(gym.Env[dict[str, Any], dict[str, Any]]):
                    "frame_grabs": float(settled.grabs), "step_s": time.monotonic() - t0}
         channel = "invalid" if parsed is None else parsed.channel
         self.trajectory.record(StepRecord(
-            self._steps, channel, None if parsed is None else parsed.to_dict(),
-            "" if parsed is None else parsed.to_text(), error, self._terminal, self._exit_code,
-            FrameRecord.of(self._steps, self._frame), timings))
+            index=self._steps, channel=channel, frame=FrameRecord.of(self._steps, self._frame),
+            action=None if parsed is None else parsed.to_dict(), action_text="" if parsed is None else parsed.to_text(),
+            action_error=error, terminal=self._terminal, exit_code=self._exit_code, timings=timings))
         terminated = parsed is not None and parsed.kind in ENDING_KINDS
         truncated = not terminated and (self._steps >= self.max_steps or self._budget_left() <= 0)
         info = self._base_info()
