@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from weavegym.core.errors import BackendError
 from weavegym.envs.setup_context import SetupContext
 from weavegym.envs.task import Channels, OracleContext, Prepared, Task
 from weavegym.envs.weave_env import WeaveEnv
@@ -98,3 +99,16 @@ def test_steps_run_out_and_the_checker_still_scores(env: WeaveEnv) -> None:
         env.step("wait(0.01)")
     _, reward, terminated, truncated, info = env.step("wait(0.01)")
     assert truncated and not terminated and info["end_reason"] == "max_steps" and reward == 1.0
+
+
+def test_a_killed_agent_raises_backend_error_and_the_next_reset_recovers(env: WeaveEnv) -> None:
+    env.reset(seed=6)
+    backend = env.unwrapped.backend
+    assert isinstance(backend, LocalBackend) and backend.agent is not None
+    backend.agent.kill()
+    with pytest.raises(BackendError):
+        env.step('shell("echo alive")')
+    obs, info = env.reset(seed=6)
+    assert info["snapshot"] == "created" and backend.timings["recoveries"] == 1
+    obs, _, _, _, info = env.step('shell("echo alive")')
+    assert info["action_error"] is None and obs["terminal"].strip() == "alive"

@@ -46,9 +46,15 @@ class LocalBackend:
         return self
 
     def reset(self, snapshot: str) -> float:
-        """Nothing to restore; the env runs the task's setup again, which must make its own clean state."""
-        if not self.is_running():
-            raise BackendError("the local agent or display is gone")
+        """Nothing to restore; the env runs the task's setup again, which must make its own clean state.
+
+        A killed agent or display is started afresh here, as the libvirt backend recovers a dead VM on reset.
+        """
+        if self.is_running():
+            return 0.0
+        self.close()
+        self.start()
+        self.timings["recoveries"] = self.timings.get("recoveries", 0.0) + 1
         return 0.0
 
     def save_snapshot(self, name: str) -> float:

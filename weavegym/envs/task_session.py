@@ -1,0 +1,101 @@
+"""The task side of one env: which variant a reset plays, the task's snapshot per variant (setup runs once,
+later resets load it), and scoring the final state.
+
+It gets a started backend from the coordinator for each call and keeps no machine of its own, so the
+env's Gym front stays a thin layer: coordinator for the machine, task session for the task.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from weavegym.core.config import EnvConfig
+from weavegym.core.errors import EpisodeError, TaskError
+from weavegym.core.trajectory import Trajectory
+from weavegym.envs.setup_context import SetupContext
+from weavegym.envs.task import Prepared, Task
+from weavegym.envs.task_snapshots import TaskSnapshot, TaskSnapshotCache, snapshot_name
+from weavegym.evaluators import Evaluation, ForbiddenPatterns, Probe, evaluate
+from weavegym.evaluators.channel_rules import DesktopAccessUnchanged, NoDesktopTerminalWork
+from weavegym.evaluators.provenance import provenance_clauses
+from weavegym.machine.backends.base import Backend
+from weavegym.machine.frames import settle
+
+READY = "ready"  # the backend's snapshot of a booted, idle desktop, which every task's setup starts from
+
+
+class TaskSession:
+    def __init__(self, task: Task, config: EnvConfig) -> None:
+        self.task = task
+        self.config = config
+        self.seed: int | None = None  # the variant being played
+        self.prepared: Prepared | None = None
+        self._snapshots = TaskSnapshotCache(config.max_task_snapshots)
+
+    def pick_seed(self, seed: int | None, options: dict[str, Any], rng: np.random.Generator) -> int:
+        """The variant for this reset: ``options["task_seed"]``, else the reset's seed, else a random one of
+        ``config.task_variants``, else the variant played last."""
+        if "task_seed" in options:
+            value = options["task_seed"]
+            if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 0:
+                raise ValueError(f"options['task_seed'] must be a non-negative int, not {value!r}")
+            return int(value)
+        if seed is not None:
+            return int(seed)
+        if self.config.task_variants > 1:
+            return int(rng.integers(self.config.task_variants))
+        return self.seed if self.seed is not None else 0
+
+    def start(self, backend: Backend, seed: int, *, new_machine: bool) -> tuple[Prepared, bool]:
+        """Put the machine in the task's state for ``seed``: a cached snapshot, or setup on ``ready`` (then
+        cached). Returns the prepared task and whether it was created now. A new machine has none of the
+        old one's snapshots. Backends without snapshots run the setup on every reset."""
+        if new_machine:
+            self._snapshots.clear()
+        snapshot, created = self._load(backend, seed)
+        self.seed, self.prepared = seed, snapshot.prepared
+        return snapshot.prepared, created
+
+    def evaluate(self, backend: Backend | None, trajectory: Trajectory | None) -> Evaluation:
+        """Score the machine's current state against the task (the env calls this when an episode ends)."""
+        if trajectory is None or self.prepared is None or backend is None or backend.client is None:
+            raise EpisodeError("nothing to evaluate: call reset() first")
+        rules: tuple[Any, ...] = (ForbiddenPatterns(), *self.task.rules)
+        clauses: tuple[Any, ...] = self.task.clauses
+        # Where the guest keeps the channels apart (always, on weavegym's image), hold the episode to it. A
+        # machine without a workspace account (ssh backend) runs both channels as one account: no provenance.
+        if backend.separate_accounts:
+            owners = {d.owner for d in self.task.deliverables if d.owner}
+            rules = (DesktopAccessUnchanged(owners - {"root"}), NoDesktopTerminalWork(), *rules)
+            clauses = (*clauses, *provenance_clauses(self.task.deliverables))
+        return evaluate(clauses, rules, Probe(backend.client), trajectory, self.prepared.truth,
+                        pass_threshold=self.task.pass_threshold)
+
+    def _load(self, backend: Backend, seed: int) -> tuple[TaskSnapshot, bool]:
+        cached = self._snapshots.get(seed)
+        if cached is not None:
+            backend.reset(cached.name)
+            return cached, False
+        backend.reset(READY)
+        assert backend.client is not None
+        setup_start = time.monotonic()
+        prepared = self.task.setup(SetupContext(backend.client, self.task.id, seed, self.config.screen_size))
+        if not isinstance(prepared, Prepared):
+            raise TaskError(f"{self.task.id}: setup must return a Prepared, not {type(prepared).__name__}")
+        # Let the setup's windows finish drawing: a snapshot of a half-drawn screen replays the redraw
+        # after every reset, so the first observation would differ from the next one.
+        settle(backend.grab_frame, 60.0, stable_for=self.config.setup_stable_s)
+        entry = TaskSnapshot(snapshot_name(self.task.id, seed), seed, prepared)
+        if not backend.supports_snapshots:
+            # e.g. the ssh backend: its reset(READY) stopped the last setup's programs; nothing to cache.
+            backend.timings["last_setup_s"] = time.monotonic() - setup_start
+            return entry, True
+        backend.save_snapshot(entry.name)
+        backend.timings["last_setup_s"] = time.monotonic() - setup_start
+        for old in self._snapshots.add(entry):
+            backend.delete_snapshot(old.name)
+        backend.reset(entry.name)  # every episode starts from a snapshot load, the first one included
+        return entry, True
