@@ -1,4 +1,4 @@
-"""The simple baselines: make_agent, random (valid-or-rejected, reproducible), noop, and the oracle's replay."""
+"""The simple baselines: make_policy, random (valid-or-rejected, reproducible), noop, and the oracle's replay."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from weavegym.baselines import AGENT_NAMES, Agent, EpisodeStart, make_agent
+from weavegym.baselines import POLICY_NAMES, EpisodeStart, Policy, make_policy
 from weavegym.baselines import simple_agents as simple_agents_module
 from weavegym.baselines.llm_agent import LLMAgent
 from weavegym.baselines.simple_agents import NoopAgent, OracleAgent, RandomAgent
@@ -33,39 +33,39 @@ def _obs(terminal: str = "", exit_code: int = -1) -> dict[str, Any]:
             "exit_code": np.array(exit_code, dtype=np.int64), "instruction": "do the task"}
 
 
-def _run(agent: Agent, steps: int) -> list[Any]:
+def _run(agent: Policy, steps: int) -> list[Any]:
     return [agent.act(_obs(), {"action_error": None}) for _ in range(steps)]
 
 
-# -- make_agent ------------------------------------------------------------------------------------
+# -- make_policy ------------------------------------------------------------------------------------
 @pytest.mark.parametrize(("name", "cls"), [("random", RandomAgent), ("noop", NoopAgent), ("oracle", OracleAgent)])
-def test_make_agent_builds_each_simple_agent(name: str, cls: type) -> None:
-    agent = make_agent(name)
-    assert isinstance(agent, cls) and isinstance(agent, Agent)
+def test_make_policy_builds_each_simple_agent(name: str, cls: type) -> None:
+    agent = make_policy(name)
+    assert isinstance(agent, cls) and isinstance(agent, Policy)
     assert agent.name == name
     assert agent.privileged is (name == "oracle")
 
 
-def test_make_agent_llm_takes_config_fields() -> None:
-    agent = make_agent("llm", base_url="http://127.0.0.1:9/v1", model="m", max_images=2)
+def test_make_policy_llm_takes_config_fields() -> None:
+    agent = make_policy("llm", base_url="http://127.0.0.1:9/v1", model="m", max_images=2)
     try:
-        assert isinstance(agent, LLMAgent) and isinstance(agent, Agent)
+        assert isinstance(agent, LLMAgent) and isinstance(agent, Policy)
         assert agent.config.max_images == 2 and not agent.privileged
     finally:
         agent.close()
 
 
-def test_make_agent_passes_options_through() -> None:
-    agent = make_agent("random", seed=7)
+def test_make_policy_passes_options_through() -> None:
+    agent = make_policy("random", seed=7)
     assert isinstance(agent, RandomAgent) and agent.seed == 7
 
 
-def test_make_agent_unknown_name_lists_the_known_ones() -> None:
+def test_make_policy_unknown_name_lists_the_known_ones() -> None:
     with pytest.raises(ValueError, match="unknown agent 'gpt'") as info:
-        make_agent("gpt")
-    for name in AGENT_NAMES:
+        make_policy("gpt")
+    for name in POLICY_NAMES:
         assert name in str(info.value)
-    assert set(AGENT_NAMES) == {"random", "noop", "oracle", "llm"}
+    assert set(POLICY_NAMES) == {"random", "noop", "oracle", "llm"}
 
 
 # -- random ----------------------------------------------------------------------------------------

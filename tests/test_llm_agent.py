@@ -16,9 +16,9 @@ import pytest
 from PIL import Image
 
 from weavegym.baselines import llm_messages as lm
-from weavegym.baselines.agent import EpisodeStart
-from weavegym.baselines.factory import make_agent
+from weavegym.baselines.factory import make_policy
 from weavegym.baselines.llm_agent import LLMAgent, LLMConfig, LLMRequestError, LLMUnavailableError
+from weavegym.baselines.policy import EpisodeStart
 from weavegym.envs.actions import parse_action, tool_schema
 from weavegym.testing.scripted_llm_server import ScriptedLLMServer, check_messages
 
@@ -304,7 +304,7 @@ def test_config_defaults_come_from_the_environment(monkeypatch: pytest.MonkeyPat
                  "OPENAI_API_KEY"):
         monkeypatch.delenv(name, raising=False)
     with pytest.raises(ValueError, match="WEAVEGYM_LLM_BASE_URL"):
-        make_agent("llm")
+        make_policy("llm")
     monkeypatch.setenv("OPENAI_BASE_URL", "http://a/v1")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-open")
     monkeypatch.setenv("WEAVEGYM_LLM_MODEL", "qwen")

@@ -13,8 +13,8 @@ import io
 import pytest
 from PIL import Image
 
-from weavegym.baselines.agent import EpisodeStart
 from weavegym.baselines.llm_agent import LLMAgent, LLMConfig
+from weavegym.baselines.policy import EpisodeStart
 from weavegym.envs.actions import parse_action
 from weavegym.envs.task import OracleContext
 from weavegym.envs.weave_env import WeaveEnv

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from weavegym.baselines.agent import Agent
+from weavegym.baselines.policy import Policy
 from weavegym.baselines.llm_agent import LLMAgent, LLMConfig
 from weavegym.baselines.simple_agents import NoopAgent, OracleAgent, RandomAgent
 
-AGENT_NAMES: tuple[str, ...] = ("random", "noop", "oracle", "llm")
+POLICY_NAMES: tuple[str, ...] = ("random", "noop", "oracle", "llm")
 
 
-def make_agent(name: str, **options: Any) -> Agent:
+def make_policy(name: str, **options: Any) -> Policy:
     """Build a baseline agent by name; ``options`` go to its constructor (for ``llm``: LLMConfig fields or config=)."""
     if name == "random":
         return RandomAgent(**options)
@@ -26,4 +26,4 @@ def make_agent(name: str, **options: Any) -> Agent:
         elif options:
             raise TypeError(f"give either config= or LLMConfig fields, not both (got {', '.join(sorted(options))})")
         return LLMAgent(config)
-    raise ValueError(f"unknown agent {name!r}; known agents: {', '.join(AGENT_NAMES)}")
+    raise ValueError(f"unknown agent {name!r}; known agents: {', '.join(POLICY_NAMES)}")

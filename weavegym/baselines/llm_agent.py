@@ -24,7 +24,7 @@ import httpx
 import numpy as np
 
 from weavegym.baselines import llm_messages as lm
-from weavegym.baselines.agent import EpisodeStart
+from weavegym.baselines.policy import EpisodeStart
 from weavegym.envs.actions import CLI_KINDS, tool_schema
 from weavegym.core.errors import WeaveGymError
 from weavegym.envs.task import ActionLike

@@ -26,9 +26,9 @@ from PIL import Image
 
 import gymnasium as gym
 
-from weavegym.baselines.agent import EpisodeStart
+from weavegym.baselines.policy import EpisodeStart
 from weavegym.envs.task import OracleContext
-from weavegym.baselines.factory import make_agent
+from weavegym.baselines.factory import make_policy
 from weavegym.core.version import __version__
 from weavegym.envs.registration import register_tasks
 
@@ -166,7 +166,7 @@ def _worker(config: RunConfig, items: mp.Queue, results: mp.Queue) -> None:
     register_tasks()
 
     env, env_task, announced = None, None, False
-    agent = make_agent(config.agent, **config.agent_options)
+    agent = make_policy(config.agent, **config.agent_options)
     try:
         while (raw := items.get()) is not None:
             item = WorkItem(**raw)

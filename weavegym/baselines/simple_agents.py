@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from weavegym.baselines.agent import EpisodeStart
+from weavegym.baselines.policy import EpisodeStart
 from weavegym.envs.spaces import action_space
 from weavegym.envs.task import ActionLike, OracleContext
 from weavegym.envs.tasks import get_task

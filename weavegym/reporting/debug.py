@@ -15,8 +15,8 @@ from typing import Any, TextIO
 
 import gymnasium as gym
 
-from weavegym.baselines.agent import EpisodeStart
-from weavegym.baselines.factory import make_agent
+from weavegym.baselines.factory import make_policy
+from weavegym.baselines.policy import EpisodeStart
 from weavegym.envs.registration import register_tasks
 
 
@@ -40,7 +40,7 @@ def debug_episode(task_id: str, agent_name: str | None, seed: int, read_line: Ca
         if agent_name is None:
             say("Drive the desktop over VNC. Press Enter to score the final state, or q to quit unscored.")
             return _finish(env, read_line().strip().lower(), say)
-        agent = make_agent(agent_name)
+        agent = make_policy(agent_name)
         agent.start(EpisodeStart.from_env(env.unwrapped, obs, info, seed,
                                           privileged=getattr(agent, "privileged", False)))
         while True:

@@ -1,8 +1,8 @@
-"""The one small interface every baseline agent implements, so a runner can drive any of them the same way.
+"""The one small interface every baseline policy implements, so a runner can drive any of them the same way.
 
 A runner calls ``start`` once per episode with an :class:`EpisodeStart`, then ``act`` after every observation
 until the episode ends, and reads ``transcript`` for the log. Only the oracle is *privileged*: for it alone the
-runner passes the task's ground truth (in ``oracle_context``); every other agent must work from what it sees.
+runner passes the task's ground truth (in ``oracle_context``); every other policy must work from what it sees.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ class EpisodeStart:
 
 
 @runtime_checkable
-class Agent(Protocol):
+class Policy(Protocol):
     """A policy over whole episodes; ``act`` returns any action form the env's ``step`` accepts."""
 
     name: str
