@@ -261,6 +261,33 @@ def test_50mb_upload_download_round_trip(client: GuestClient, tmp_path: Path) ->
     assert [e.path for e in entries] == [remote] and not truncated
 
 
+def test_download_refuses_symlinks_special_files_and_overflow(client: GuestClient, tmp_path: Path) -> None:
+    """The checker reads, as root, paths the episode controls: none of these may become a root read of
+    something else, a hang, or an unbounded stream."""
+    secret = tmp_path / "root-only"
+    secret.write_bytes(b"token bytes")
+    secret.chmod(0o600)
+    (tmp_path / "deliverable").symlink_to(secret)
+    with pytest.raises(AgentRequestError, match="symlink"):
+        client.download(str(tmp_path / "deliverable"))
+    assert client.download(str(tmp_path / "deliverable"), follow_symlinks=True) == b"token bytes"
+    (tmp_path / "linked-dir").symlink_to(tmp_path)  # a symlink in the middle of the path
+    with pytest.raises(AgentRequestError, match="symlink"):
+        client.download(str(tmp_path / "linked-dir" / "root-only"))
+    os.mkfifo(tmp_path / "fifo")  # opening it for reading would block forever without a writer
+    start = time.monotonic()
+    with pytest.raises(AgentRequestError, match="not a regular file"):
+        client.download(str(tmp_path / "fifo"), timeout=10)
+    assert time.monotonic() - start < 5
+    # procfs reports size 0 and then streams: the cap holds while reading, not just against stat.
+    assert len(Path("/proc/self/smaps").read_bytes()) > 4096
+    with pytest.raises(AgentRequestError, match="grew past max_bytes"):
+        client.download("/proc/self/smaps", max_bytes=4096, follow_symlinks=True)  # /proc/self is a link
+    assert client.download(str(secret), max_bytes=11) == b"token bytes"
+    with pytest.raises(AgentRequestError, match="over max_bytes"):
+        client.download(str(secret), max_bytes=10)
+
+
 def test_file_errors_are_clear_and_leave_nothing_behind(client: GuestClient, agent: LocalAgent, tmp_path) -> None:
     with pytest.raises(GuestPathNotFoundError):
         client.download(str(tmp_path / "missing"))

@@ -27,6 +27,7 @@ from Xlib import display as xdisplay
 
 from weavegym.core.deadline import wait_for
 from weavegym.core.errors import AgentInternalError, AgentRequestError, AgentTimeoutError, AgentUnavailableError
+from weavegym.evaluators import probes_media, probes_structured
 from weavegym.evaluators.probes import MISSING, ROOT_SECTION, Probe
 from weavegym.machine.guest_client import GuestClient
 from weavegym.testing.xvfb import XvfbDisplay
@@ -196,6 +197,27 @@ def test_sqlite_sees_uncheckpointed_wal_rows(probe: Probe, tmp_path: Path) -> No
     assert probe.sqlite(str(tmp_path / "fake.db"), "SELECT 1") is None
     with pytest.raises(sqlite3.OperationalError):
         probe.sqlite(str(db), "SELECT nonsense FROM todo")
+
+
+def test_sqlite_is_bounded_against_a_hostile_database(probe: Probe, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The episode owns the database: a table swapped for a recursive view, a flood of rows and a slow
+    query each fail the check (ValueError) instead of hanging or filling the host's memory."""
+    db = tmp_path / "stock.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE items (n INTEGER)")
+        conn.executemany("INSERT INTO items VALUES (?)", [(i,) for i in range(50)])
+        conn.execute("CREATE VIEW stock AS WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) "
+                     "SELECT n AS sku, n AS qty FROM r")
+    with pytest.raises(ValueError, match="stock is a view"):
+        probe.sqlite(str(db), "SELECT sku, qty FROM stock")
+    assert probe.sqlite(str(db), "SELECT count(*) FROM items") == [(50,)]
+    monkeypatch.setattr(probes_structured, "SQLITE_MAX_ROWS", 10)
+    with pytest.raises(ValueError, match="more than 10 rows"):
+        probe.sqlite(str(db), "SELECT n FROM items")
+    monkeypatch.setattr(probes_structured, "SQLITE_SECONDS", 0.0)
+    with pytest.raises(ValueError, match="ran past"):
+        probe.sqlite(str(db), "SELECT count(*) FROM items a, items b, items c, items d")
 
 
 # -- system --------------------------------------------------------------------------------------------
@@ -383,3 +405,11 @@ def test_pdf_text(probe: Probe, tmp_path: Path) -> None:
     assert text is not None and text.splitlines() == ["Invoice 2024-117", "Total due: 1280.50 EUR"]
     assert probe.pdf_text(str(tmp_path / "broken.pdf")) is None
     assert probe.pdf_text(str(tmp_path / "nope.pdf")) is None
+
+
+def test_image_decoding_refuses_frames_over_the_pixel_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    buf = io.BytesIO()
+    Image.new("RGB", (20, 10), (255, 0, 0)).save(buf, "PNG")
+    assert probes_media.decode_image(buf.getvalue()).shape == (10, 20, 3)
+    monkeypatch.setattr(probes_media, "MAX_IMAGE_PIXELS", 199)
+    assert probes_media.decode_image(buf.getvalue()) is None  # refused before its pixels are decoded

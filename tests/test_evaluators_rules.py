@@ -22,6 +22,7 @@ from Xlib import X
 from Xlib import display as xdisplay
 
 from weavegym.core.deadline import wait_for
+from weavegym.core.errors import AgentUnavailableError, EvaluationError
 from weavegym.core.image_hash import hamming, perceptual_hash
 from weavegym.core.trajectory import FrameRecord, StepRecord, Trajectory
 from weavegym.evaluators.probes import Probe
@@ -309,8 +310,20 @@ class _Broken:
         raise KeyError("frames")
 
 
-def test_evaluate_rules_turns_a_crash_into_a_low_flag(probe: Probe) -> None:
+def test_a_rule_that_crashes_cannot_clear_the_episode(probe: Probe) -> None:
     traj = make_trajectory(code=[("shell", "echo 1 > ~/report.txt")])
     flags = evaluate_rules([_Broken(), GuiArtifactViaCli([REPORT], "GUI only")], ctx_for(probe, traj))
-    assert [(f.rule, f.confidence) for f in flags] == [("broken_rule", "low"), ("GuiArtifactViaCli", "high")]
-    assert flags[0].message == "rule raised KeyError: 'frames'"
+    assert [(f.rule, f.confidence) for f in flags] == [("broken_rule", "high"), ("GuiArtifactViaCli", "high")]
+    assert flags[0].message.startswith("rule raised KeyError: 'frames'")
+
+
+class _LostAgent:
+    name = "lost_agent"
+
+    def check(self, ctx: RuleContext) -> list[ShortcutFlag]:
+        raise AgentUnavailableError("the guest agent went away", method="Exec")
+
+
+def test_an_environment_failure_in_a_rule_is_not_a_verdict_on_the_agent(probe: Probe) -> None:
+    with pytest.raises(EvaluationError, match="lost_agent"):
+        evaluate_rules([_LostAgent()], ctx_for(probe, make_trajectory()))

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from weavegym.core.errors import TaskError
+from weavegym.core.errors import AgentUnavailableError, BackendError, EvaluationError, TaskError
 from weavegym.core.trajectory import FrameRecord, StepRecord, Trajectory
 from weavegym.evaluators import (
     Clause,
@@ -111,6 +111,17 @@ def test_a_raising_check_fails_only_its_clause(probe: Probe, tmp_path: Path) -> 
     assert by_name["agent_error"].evidence.startswith("check raised AgentRequestError: ")
     assert by_name["zero"].evidence == "check raised ZeroDivisionError: division by zero"
     assert by_name["bool"].evidence == "check returned bool, not a Verdict"
+
+
+@pytest.mark.parametrize("failure", [AgentUnavailableError("gone", method="Download"), BackendError("VM died"),
+                                     TaskError("truth has no 'total'")], ids=lambda e: type(e).__name__)
+def test_an_environment_failure_stops_scoring_instead_of_failing_the_clause(failure: Exception) -> None:
+    def check(p: Probe, truth: Mapping[str, Any]) -> Verdict:
+        raise failure
+
+    with pytest.raises(EvaluationError, match="clause 'broken' could not run"):
+        score_clauses([Clause("fine", "ok", lambda p, t: Verdict.satisfied("ok")), Clause("broken", "env", check)],
+                      None, {})  # type: ignore[arg-type]
 
 
 def test_task_errors(probe: Probe) -> None:

@@ -75,3 +75,8 @@ class TaskError(WeaveGymError):
 
 class EpisodeError(WeaveGymError):
     """The episode API was misused, e.g. ``step()`` after the episode ended without a ``reset()``."""
+
+
+class EvaluationError(WeaveGymError):
+    """Scoring could not run because the environment failed: the guest agent or the VM went away, or the
+    task's own checker is broken. The episode has no score; it is never a 0, which would blame the agent."""

@@ -6,9 +6,25 @@
 - ``evaluation`` (``evaluate``, ``Evaluation``): clauses and rules combined into the episode's score.
 """
 
-from weavegym.evaluators.probes import ListeningSocket, MISSING, Probe, ProcessInfo, ROOT_SECTION, resolve_pointer
-from weavegym.evaluators.scoring import Clause, ClauseResult, Outcome, Verdict, score_clauses
-from weavegym.evaluators.trajectory_rules import ForbiddenPattern, ForbiddenPatterns, GuiArtifactViaCli, ImageFromCapturedFrame, ReportedMetric, Rule, RuleContext, ShortcutFlag, TrajectoryRule, evaluate_rules
 from weavegym.evaluators.evaluation import Evaluation, evaluate
+from weavegym.evaluators.probes import MISSING, ROOT_SECTION, ListeningSocket, Probe, ProcessInfo, resolve_pointer
+from weavegym.evaluators.scoring import Clause, ClauseResult, Outcome, Verdict, score_clauses
+from weavegym.evaluators.trajectory_rules import (
+    ForbiddenPattern,
+    ForbiddenPatterns,
+    GuiArtifactViaCli,
+    ImageFromCapturedFrame,
+    ReportedMetric,
+    Rule,
+    RuleContext,
+    ShortcutFlag,
+    TrajectoryRule,
+    evaluate_rules,
+)
 
-__all__ = ["Clause", "ClauseResult", "Evaluation", "ForbiddenPattern", "ForbiddenPatterns", "GuiArtifactViaCli", "ImageFromCapturedFrame", "ListeningSocket", "MISSING", "Outcome", "Probe", "ProcessInfo", "ROOT_SECTION", "ReportedMetric", "Rule", "RuleContext", "ShortcutFlag", "TrajectoryRule", "Verdict", "evaluate", "evaluate_rules", "resolve_pointer", "score_clauses"]
+__all__ = [
+    "MISSING", "ROOT_SECTION", "Clause", "ClauseResult", "Evaluation", "ForbiddenPattern", "ForbiddenPatterns",
+    "GuiArtifactViaCli", "ImageFromCapturedFrame", "ListeningSocket", "Outcome", "Probe", "ProcessInfo",
+    "ReportedMetric", "Rule", "RuleContext", "ShortcutFlag", "TrajectoryRule", "Verdict", "evaluate",
+    "evaluate_rules", "resolve_pointer", "score_clauses",
+]

@@ -8,6 +8,7 @@ Decoders see bytes the agent under test produced, so anything they reject
 from __future__ import annotations
 
 import io
+import time
 import xml.etree.ElementTree as ET
 import zipfile
 
@@ -20,14 +21,27 @@ from weavegym.evaluators.probes_files import FileProbe
 ODF_TEXT_NS = "urn:oasis:names:tc:opendocument:xmlns:text:1.0"
 ODF_OFFICE_NS = "urn:oasis:names:tc:opendocument:xmlns:office:1.0"
 ODF_MAX_CONTENT_BYTES = 256 << 20  # content.xml bigger than this is treated as a zip bomb
+# Files the episode leaves are decoded on the host: bounds that keep a hostile one from eating the
+# env process's memory or time. A file past them counts as "no image/document".
+MAX_IMAGE_PIXELS = 40_000_000  # per frame; 8000 x 5000
+MAX_IMAGE_FRAMES = 64
+PDF_MAX_PAGES = 200
+PDF_SECONDS = 20.0  # checked between pages
 _PARAGRAPHS = {f"{{{ODF_TEXT_NS}}}p", f"{{{ODF_TEXT_NS}}}h"}
 _SPACE, _TAB, _BREAK = (f"{{{ODF_TEXT_NS}}}{name}" for name in ("s", "tab", "line-break"))
 
 
+def check_image_size(img: Image.Image) -> None:
+    """Refuse (ValueError) a frame over ``MAX_IMAGE_PIXELS`` before its pixels are decoded."""
+    if img.width * img.height > MAX_IMAGE_PIXELS:
+        raise ValueError(f"a {img.width}x{img.height} image is over the checker's {MAX_IMAGE_PIXELS} pixels")
+
+
 def decode_image(data: bytes) -> np.ndarray | None:
-    """H x W x 3 uint8 pixels, or None when PIL cannot fully decode the bytes."""
+    """H x W x 3 uint8 pixels, or None when PIL cannot fully decode the bytes (or they are too big)."""
     try:
         with Image.open(io.BytesIO(data)) as img:
+            check_image_size(img)
             img.load()
             return to_rgb_array(img)
     except (OSError, ValueError, SyntaxError, Image.DecompressionBombError):
@@ -86,7 +100,14 @@ class MediaProbe(FileProbe):
             return None
         try:
             reader = pypdf.PdfReader(io.BytesIO(data))
-            return "\n".join(page.extract_text() or "" for page in reader.pages)
+            if len(reader.pages) > PDF_MAX_PAGES:
+                return None
+            deadline, texts = time.monotonic() + PDF_SECONDS, []
+            for page in reader.pages:
+                if time.monotonic() > deadline:
+                    return None
+                texts.append(page.extract_text() or "")
+            return "\n".join(texts)
         except Exception:  # a hostile or broken PDF can fail anywhere inside pypdf; it is "no document"
             return None
 

@@ -14,6 +14,7 @@ import json
 import re
 import sqlite3
 import tempfile
+import time
 import urllib.parse
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -26,6 +27,8 @@ _NO_DEFAULT_SECTION = "\x00weavegym-no-default"  # a name no file uses: [DEFAULT
 _SECTION_LINE = re.compile(r"\s*\[[^\]]+\]")
 _ARRAY_INDEX = re.compile(r"0|[1-9][0-9]*")
 SQLITE_MAGIC = b"SQLite format 3\x00"
+SQLITE_SECONDS = 5.0  # a checker's query on the episode's database
+SQLITE_MAX_ROWS = 100_000
 
 
 class _Missing:
@@ -181,6 +184,32 @@ class StructuredProbe(FileProbe):
             uri = f"file:{urllib.parse.quote(str(local))}?mode=ro"
             connection = sqlite3.connect(uri, uri=True)
             try:
-                return [tuple(row) for row in connection.execute(sql, params).fetchall()]
+                return _bounded_query(connection, path, sql, params)
             finally:
                 connection.close()
+
+
+def _bounded_query(connection: sqlite3.Connection, path: str, sql: str,
+                   params: tuple[Any, ...] | dict[str, Any]) -> list[tuple[Any, ...]]:
+    """Run a checker's query on a database the episode controls, within bounds.
+
+    The agent can replace a table with a view of the same name (a recursive one never ends) or grow a
+    table to millions of rows: names the query uses must be tables, the query is interrupted after
+    ``SQLITE_SECONDS``, and more than ``SQLITE_MAX_ROWS`` rows is an error. Each raises ValueError, which
+    fails the clause: it is the state the episode left.
+    """
+    views = {name.lower() for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type = 'view'")}
+    named = views & {word.lower() for word in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", sql)}
+    if named:
+        raise ValueError(f"{path}: {', '.join(sorted(named))} is a view, not a table; the checker reads tables only")
+    deadline = time.monotonic() + SQLITE_SECONDS
+    connection.set_progress_handler(lambda: int(time.monotonic() > deadline), 1000)
+    try:
+        rows = connection.execute(sql, params).fetchmany(SQLITE_MAX_ROWS + 1)
+    except sqlite3.OperationalError as exc:
+        if "interrupted" in str(exc):
+            raise ValueError(f"{path}: the query ran past {SQLITE_SECONDS:g} s") from None
+        raise
+    if len(rows) > SQLITE_MAX_ROWS:
+        raise ValueError(f"{path}: the query returned more than {SQLITE_MAX_ROWS} rows")
+    return [tuple(row) for row in rows]

@@ -14,8 +14,8 @@ import re
 from dataclasses import dataclass
 
 from weavegym.core.errors import AgentInternalError
-from weavegym.machine.guest_client import WindowInfo
 from weavegym.evaluators.probes_files import FileProbe
+from weavegym.machine.guest_client import WindowInfo
 
 TCP_LISTEN = "0A"
 HTTP_MAX_BODY = 8 << 20

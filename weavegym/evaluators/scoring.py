@@ -16,7 +16,17 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from weavegym.core.errors import TaskError
+from weavegym.core.errors import (
+    AgentAuthError,
+    AgentUnavailableError,
+    BackendError,
+    EvaluationError,
+    TaskError,
+)
+
+# Failures of the environment, not of the agent's work: a check that meets one cannot say anything about
+# the episode, so scoring stops with EvaluationError instead of failing the clause.
+ENVIRONMENT_FAILURES: tuple[type[Exception], ...] = (AgentUnavailableError, AgentAuthError, BackendError, TaskError)
 
 if TYPE_CHECKING:
     from weavegym.evaluators.probes import Probe
@@ -94,13 +104,19 @@ class ClauseResult:
 
 
 def run_clause(clause: Clause, probe: Probe, truth: Mapping[str, Any]) -> ClauseResult:
-    """Run one check, turning exceptions and non-Verdict returns into FAILED with the reason as evidence."""
+    """Run one check, turning exceptions and non-Verdict returns into FAILED with the reason as evidence.
+
+    What the episode left behind can make a check raise (a file too big to read, a symlink, bad JSON):
+    that fails the clause. A failure of the environment raises ``EvaluationError`` instead.
+    """
     start = time.perf_counter()
     try:
         verdict = clause.check(probe, truth)
         if not isinstance(verdict, Verdict):
             verdict = Verdict.failed(f"check returned {type(verdict).__name__}, not a Verdict")
-    except Exception as exc:  # any failure, AgentError included, is this clause's failure only
+    except ENVIRONMENT_FAILURES as exc:
+        raise EvaluationError(f"clause {clause.name!r} could not run: {type(exc).__name__}: {exc}") from exc
+    except Exception as exc:  # anything else the episode's state caused is this clause's failure only
         verdict = Verdict.failed(f"check raised {type(exc).__name__}: {exc}")
     seconds = time.perf_counter() - start
     outcome = Outcome(verdict.outcome)

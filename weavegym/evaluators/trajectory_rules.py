@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from weavegym.core.errors import EvaluationError
+from weavegym.core.image_hash import hamming, perceptual_hash, pixel_digest, thumb_difference, thumbnail
 from weavegym.core.trajectory import Trajectory
 from weavegym.evaluators.cli_patterns import (
     DEFAULT_FORBIDDEN,
@@ -26,7 +28,7 @@ from weavegym.evaluators.cli_patterns import (
     snippet,
     write_indicators,
 )
-from weavegym.core.image_hash import hamming, perceptual_hash, pixel_digest, thumb_difference, thumbnail
+from weavegym.evaluators.scoring import ENVIRONMENT_FAILURES
 from weavegym.evaluators.shell_targets import shell_writes
 
 if TYPE_CHECKING:
@@ -216,13 +218,20 @@ class ReportedMetric:
 
 
 def evaluate_rules(rules: Sequence[Rule], ctx: RuleContext) -> list[ShortcutFlag]:
-    """Every rule's flags; a rule that raises becomes a low flag so the rest of the evaluation goes on."""
+    """Every rule's flags.
+
+    A rule that raises cannot clear the episode, and an agent must not be able to dodge a rule by making it
+    crash: that is a high flag (the score is zeroed). A failure of the environment raises EvaluationError.
+    """
     flags: list[ShortcutFlag] = []
     for rule in rules:
         name = str(getattr(rule, "name", type(rule).__name__))
         try:
             flags.extend(rule.check(ctx))
+        except ENVIRONMENT_FAILURES as exc:
+            raise EvaluationError(f"rule {name!r} could not run: {type(exc).__name__}: {exc}") from exc
         except Exception as exc:
-            flags.append(ShortcutFlag(name, "low", f"rule raised {type(exc).__name__}: {exc}",
+            flags.append(ShortcutFlag(name, "high", f"rule raised {type(exc).__name__}: {exc}; a rule that "
+                                      "cannot check the episode cannot clear it",
                                       {"error": type(exc).__name__, "detail": str(exc)[:500]}))
     return flags

@@ -8,6 +8,7 @@ a task or checker would read it.
 
 from __future__ import annotations
 
+import errno
 import grp
 import hashlib
 import os
@@ -16,6 +17,7 @@ import stat as statmod
 import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import BinaryIO
 
 from weavegym.guest_agent.errors import FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
 
@@ -150,26 +152,54 @@ def upload(path: str, chunks: Iterable[bytes], mode: int = 0, owner: str = "",
     return path, size, digest.hexdigest()
 
 
-def download(path: str, chunk_size: int = 0, max_bytes: int = 0) -> Iterator[StatInfo | bytes | str]:
-    """Yield the StatInfo, the data chunks, then the hex SHA-256 of what was sent."""
-    info = stat_path(path, follow_symlinks=True)
-    if not info.exists:
-        raise NotFound(f"{info.path!r} does not exist")
-    if info.type != "file":
-        raise InvalidArgument(f"{info.path!r} is not a regular file")
-    if max_bytes and info.size > max_bytes:
-        raise FailedPrecondition(f"{info.path!r} is {info.size} bytes, over max_bytes={max_bytes}")
+def download(path: str, chunk_size: int = 0, max_bytes: int = 0,
+             follow_symlinks: bool = False) -> Iterator[StatInfo | bytes | str]:
+    """Yield the StatInfo, the data chunks, then the hex SHA-256 of what was sent.
+
+    The file is opened first and everything is checked on the open descriptor, so a path swapped
+    between the checks and the read changes nothing: it must be a regular file (a FIFO or device would
+    block or never end), reached without symlinks unless ``follow_symlinks`` (the kernel resolves the
+    path; the descriptor's own path must be the one asked for), and ``max_bytes`` bounds what is read,
+    not just the size stat reported (procfs files say 0 and a growing file outruns its stat).
+    """
+    path = _check_path(path)
     if chunk_size < 0 or chunk_size > MAX_CHUNK:
         raise InvalidArgument(f"chunk_size must be between 1 and {MAX_CHUNK}")
-    size = chunk_size or DEFAULT_CHUNK
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow_symlinks else os.O_NOFOLLOW)
     try:
-        fh = open(info.path, "rb")  # noqa: SIM115 (the generator closes it)
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise NotFound(f"{path!r} does not exist") from None
     except PermissionError as exc:
         raise PermissionDenied(str(exc)) from None
-    digest = hashlib.sha256()
-    yield info
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise InvalidArgument(f"{path!r} is a symlink; it is not followed") from None
+        raise InvalidArgument(f"cannot open {path!r}: {exc.strerror}") from None
+    try:
+        st = os.fstat(fd)
+        if not statmod.S_ISREG(st.st_mode):
+            raise InvalidArgument(f"{path!r} is not a regular file")
+        real = os.readlink(f"/proc/self/fd/{fd}")
+        if not follow_symlinks and real != path:
+            raise InvalidArgument(f"{path!r} leads through a symlink (to {real!r}); it is not followed")
+        if max_bytes and st.st_size > max_bytes:
+            raise FailedPrecondition(f"{path!r} is {st.st_size} bytes, over max_bytes={max_bytes}")
+        fh = os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+    return _stream(fh, stat_path(real, follow_symlinks=False), chunk_size or DEFAULT_CHUNK, max_bytes)
+
+
+def _stream(fh: BinaryIO, info: StatInfo, size: int, max_bytes: int) -> Iterator[StatInfo | bytes | str]:
+    digest, sent = hashlib.sha256(), 0
     with fh:
-        while data := fh.read(size):
+        yield info
+        while data := fh.read(size if not max_bytes else min(size, max_bytes + 1 - sent)):
+            sent += len(data)
+            if max_bytes and sent > max_bytes:
+                raise FailedPrecondition(f"{info.path!r} grew past max_bytes={max_bytes} while it was read")
             digest.update(data)
             yield data
     yield digest.hexdigest()

@@ -277,7 +277,7 @@ class GuestAgentServicer(pb_grpc.GuestAgentServicer):
 
     @_guarded
     def Download(self, request, context):
-        for part in files.download(request.path, request.chunk_size, request.max_bytes):
+        for part in files.download(request.path, request.chunk_size, request.max_bytes, request.follow_symlinks):
             if isinstance(part, files.StatInfo):
                 yield pb.DownloadChunk(stat=_stat_pb(part))
             elif isinstance(part, bytes):

@@ -400,15 +400,22 @@ class GuestClient:
         return resp
 
     def download(self, remote_path: str, local_path: Path | None = None, *, max_bytes: int = 0,
-                 timeout: float | None = None) -> bytes:
-        """Fetch a file; returns its bytes (also written to ``local_path`` if given). Verified by SHA-256."""
+                 follow_symlinks: bool = False, timeout: float | None = None) -> bytes:
+        """Fetch a file; returns its bytes (also written to ``local_path`` if given). Verified by SHA-256.
+
+        A path that is or passes through a symlink is refused unless ``follow_symlinks``: callers read
+        folders the episode controls, as root. ``max_bytes`` is enforced here too, whatever the guest sends.
+        """
 
         def call(deadline: float) -> bytes:
             buf, digest, expected = bytearray(), hashlib.sha256(), ""
-            request = pb.DownloadRequest(path=remote_path, max_bytes=max_bytes)
+            request = pb.DownloadRequest(path=remote_path, max_bytes=max_bytes, follow_symlinks=follow_symlinks)
             for part in self.stub.Download(request, timeout=deadline, metadata=self._metadata):
                 which = part.WhichOneof("part")
                 if which == "data":
+                    if max_bytes and len(buf) + len(part.data) > max_bytes:
+                        raise AgentInternalError(f"Download: {remote_path} sent more than max_bytes={max_bytes}",
+                                                 method="Download")
                     buf.extend(part.data)
                     digest.update(part.data)
                 elif which == "sha256":

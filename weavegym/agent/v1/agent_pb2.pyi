@@ -419,14 +419,16 @@ class UploadResponse(_message.Message):
     def __init__(self, path: _Optional[str] = ..., size: _Optional[int] = ..., sha256: _Optional[str] = ...) -> None: ...
 
 class DownloadRequest(_message.Message):
-    __slots__ = ("path", "chunk_size", "max_bytes")
+    __slots__ = ("path", "chunk_size", "max_bytes", "follow_symlinks")
     PATH_FIELD_NUMBER: _ClassVar[int]
     CHUNK_SIZE_FIELD_NUMBER: _ClassVar[int]
     MAX_BYTES_FIELD_NUMBER: _ClassVar[int]
+    FOLLOW_SYMLINKS_FIELD_NUMBER: _ClassVar[int]
     path: str
     chunk_size: int
     max_bytes: int
-    def __init__(self, path: _Optional[str] = ..., chunk_size: _Optional[int] = ..., max_bytes: _Optional[int] = ...) -> None: ...
+    follow_symlinks: bool
+    def __init__(self, path: _Optional[str] = ..., chunk_size: _Optional[int] = ..., max_bytes: _Optional[int] = ..., follow_symlinks: bool = ...) -> None: ...
 
 class DownloadChunk(_message.Message):
     __slots__ = ("stat", "data", "sha256")

@@ -19,6 +19,7 @@ from PIL import Image, ImageSequence
 
 from weavegym.envs.setup_context import HOME, PRIVATE_DIR, SetupContext
 from weavegym.envs.task import ActionLike, Channels, Deliverable, OracleContext, Prepared, Task
+from weavegym.evaluators.probes_media import MAX_IMAGE_FRAMES, check_image_size
 from weavegym.evaluators import Clause, Probe, Verdict
 
 SCANS = f"{HOME}/scans"
@@ -149,9 +150,13 @@ def _tiff_pages(probe: Probe) -> list[np.ndarray] | None:
         return None
     try:
         with Image.open(io.BytesIO(data)) as img:
-            if img.format != "TIFF":
+            if img.format != "TIFF" or getattr(img, "n_frames", 1) > MAX_IMAGE_FRAMES:
                 return None
-            return [_thumb(frame) for frame in ImageSequence.Iterator(img)]
+            pages = []
+            for frame in ImageSequence.Iterator(img):
+                check_image_size(frame)
+                pages.append(_thumb(frame))
+            return pages
     except (OSError, ValueError, SyntaxError, Image.DecompressionBombError):
         return None
 
