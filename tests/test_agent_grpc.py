@@ -446,3 +446,33 @@ def test_cancelled_stream_kills_the_command(client: GuestClient, tmp_path: Path)
     wait_for(lambda: client.exec(f"ps -eo pgid=,stat= | awk '$1 == {pid} && $2 !~ /^Z/'").stdout == "", 15,
              what="the cancelled command's process group to be killed")
     assert not marker.exists()
+
+
+def test_a_server_grab_makes_calls_fail_clearly_and_the_agent_recovers(xvfb) -> None:
+    """A program that freezes X for everyone else (XGrabServer) must not hang the agent: calls behind the
+    stuck one fail with a reason after the lock deadline, Health says the display is not OK, and once the
+    grab ends everything works again."""
+    config = LocalAgentConfig(display=xvfb.display, extra_args=("--x-lock-timeout", "2"))
+    with LocalAgent(config) as agent, agent.client() as c:
+        c.wait_ready(20)
+        c.screenshot()
+        grabber = xdisplay.Display(xvfb.display)
+        grabber.grab_server()
+        grabber.sync()
+        try:
+            with ThreadPoolExecutor(1) as pool:
+                stuck = pool.submit(c.screenshot, timeout=60)  # blocks inside X, holding the agent's lock
+                wait_for(lambda: not stuck.done() and time.sleep(0.5) is None, 5, what="the first call to block")
+                start = time.monotonic()
+                with pytest.raises(AgentRequestError, match="busy"):
+                    c.move(5, 5, timeout=20)
+                assert time.monotonic() - start < 10
+                health = c.health(timeout=20)
+                assert health.display_ok is False
+                grabber.ungrab_server()
+                grabber.sync()
+                assert stuck.result(timeout=30).image.shape[:2] == (720, 1280)
+        finally:
+            grabber.close()
+        assert c.health(timeout=20).display_ok is True
+        c.move(7, 7)

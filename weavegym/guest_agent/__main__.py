@@ -17,6 +17,7 @@ import threading
 
 from weavegym.guest_agent import AGENT_VERSION
 from weavegym.guest_agent.auth import read_smbios_token, read_token_file
+from weavegym.guest_agent.display import LOCK_TIMEOUT_S
 from weavegym.guest_agent.relay import Relay, tcp_connector, vsock_listener
 from weavegym.guest_agent.server import AgentConfig, build_server
 
@@ -35,6 +36,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--no-display-for", default="", metavar="USER[,USER]",
                    help="accounts whose commands get no DISPLAY (the episode's workspace account)")
     p.add_argument("--no-shm", action="store_true", help="capture with XGetImage even if MIT-SHM exists")
+    p.add_argument("--x-lock-timeout", type=float, default=LOCK_TIMEOUT_S, metavar="SECONDS",
+                   help="how long a call waits for the X connection while another call holds it")
     p.add_argument("--log-level", default="INFO")
     return p.parse_args(argv)
 
@@ -49,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"weavegym-agent: cannot read the token: {exc}", file=sys.stderr)
         return 2
     config = AgentConfig(display=args.display, listen=args.listen, token=token, python=args.python,
-                         use_shm=not args.no_shm,
+                         use_shm=not args.no_shm, x_lock_timeout_s=args.x_lock_timeout,
                          no_display_users=frozenset(u for u in args.no_display_for.split(",") if u))
     server, servicer, port = build_server(config)
     relay = None

@@ -27,7 +27,7 @@ from weavegym.guest_agent import AGENT_VERSION, PROTOCOL, execution, files
 from weavegym.guest_agent.auth import TokenInterceptor
 from weavegym.guest_agent.capture import ScreenCapturer
 from weavegym.guest_agent.clipboard import Clipboard
-from weavegym.guest_agent.display import DisplayConnection
+from weavegym.guest_agent.display import LOCK_TIMEOUT_S, DisplayConnection
 from weavegym.guest_agent.errors import DisplayUnavailable, InvalidArgument, RequestError
 from weavegym.guest_agent.input import InputController
 from weavegym.guest_agent.windows import activate_window, list_windows
@@ -52,6 +52,7 @@ class AgentConfig:
     max_workers: int = 32
     use_shm: bool = True
     no_display_users: frozenset[str] = frozenset()  # accounts whose commands get no DISPLAY
+    x_lock_timeout_s: float = LOCK_TIMEOUT_S  # how long a call waits for the X connection another call holds
 
 
 def _abort(context: grpc.ServicerContext, exc: Exception) -> None:
@@ -124,7 +125,7 @@ def _os_release() -> str:
 class GuestAgentServicer(pb_grpc.GuestAgentServicer):
     def __init__(self, config: AgentConfig) -> None:
         self.config = config
-        self.display = DisplayConnection(config.display)
+        self.display = DisplayConnection(config.display, config.x_lock_timeout_s)
         self.capturer = ScreenCapturer(self.display, use_shm=config.use_shm)
         self.input = InputController(self.display)
         self.clipboard = Clipboard(self.display)
