@@ -13,6 +13,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import libvirt
 import numpy as np
 import pytest
 from PIL import Image
@@ -144,6 +145,14 @@ def test_vnc_port_is_stable_across_resets(vm: LibvirtVM) -> None:
     assert f"<graphics type='vnc' port='{before}'" in vm.domain.XMLDesc()
 
 
+def test_a_vm_paused_from_outside_is_resumed(vm: LibvirtVM) -> None:
+    vm.domain.suspend()  # as `virsh suspend` would
+    assert vm.domain.state()[0] == libvirt.VIR_DOMAIN_PAUSED
+    assert vm.is_running()
+    assert vm.domain.state()[0] == libvirt.VIR_DOMAIN_RUNNING and vm.timings["resumed"] >= 1
+    assert vm.client.exec("echo awake", timeout=30).stdout.strip() == "awake"
+
+
 def test_reset_recovers_after_qemu_is_killed(vm: LibvirtVM) -> None:
     assert vm.client is not None
     vm.client.exec("echo doomed > /home/user/crash.txt", user="user")
@@ -178,7 +187,7 @@ def test_two_envs_run_side_by_side_without_collisions(vm: LibvirtVM) -> None:
     assert other.name not in _domain_names()
 
 
-def test_gc_cleans_up_after_a_process_killed_mid_episode(vm: LibvirtVM) -> None:
+def test_a_process_killed_mid_episode_leaves_no_vm_and_gc_the_rest(vm: LibvirtVM, tmp_path: Path) -> None:
     script = textwrap.dedent("""
         import json, sys, time
         from weavegym.machine.backends.libvirt_vm import LibvirtConfig, LibvirtVM
@@ -192,19 +201,23 @@ def test_gc_cleans_up_after_a_process_killed_mid_episode(vm: LibvirtVM) -> None:
         line = proc.stdout.readline() if proc.stdout else ""
         assert line, "the child did not start its VM"
         child = json.loads(line)
+        assert child["name"] in _domain_names() and Path(child["run_dir"]).is_dir()
     finally:
         proc.kill()  # SIGKILL: no atexit, no finalizers
         proc.wait()
-    assert child["name"] in _domain_names() and Path(child["run_dir"]).is_dir()
+    # The domain's lease outlives its owner only to destroy the VM and remove its overlay.
+    wait_for(lambda: child["name"] not in _domain_names() and not Path(child["run_dir"]).exists(), 60,
+             what="the killed process's VM to be destroyed by its lease")
 
-    report = collect(CACHE, [URI])
-
-    assert child["name"] in report.domains_destroyed
-    assert child["name"] not in _domain_names()
-    assert not Path(child["run_dir"]).exists()
+    report = collect(CACHE, [URI])  # what is left: the dead owner's record and port locks
+    assert child["name"] in report.records_removed and report.domains_destroyed == []
     assert vm.name in report.live and vm.name in _domain_names(), "gc must not touch a live env"
     again = collect(CACHE, [URI])
-    assert again.domains_destroyed == [] and again.run_dirs_removed == []
+    assert again.domains_destroyed == [] and again.run_dirs_removed == [] and again.records_removed == []
+    # Seen from another cache folder, this live VM has no record; its owner (this process) is alive.
+    elsewhere = collect(tmp_path / "other-cache", [URI])
+    assert vm.name in elsewhere.others and vm.name not in elsewhere.domains_destroyed
+    assert vm.name in _domain_names()
 
 
 def test_a_process_that_exits_without_close_leaves_nothing() -> None:

@@ -56,7 +56,8 @@ def gc(
     report = collect(cache_dir, uris, dry_run=dry_run)
     verb = "would remove" if dry_run else "removed"
     err.print(f"{verb}: {len(report.domains_destroyed)} domains, {len(report.run_dirs_removed)} run dirs "
-              f"(overlays), {len(report.locks_removed)} stale locks; {len(report.live)} live VMs left alone")
+              f"(overlays), {len(report.locks_removed)} stale locks; {len(report.live)} live VMs and "
+              f"{len(report.others)} VMs of other owners left alone")
     for line in report.errors:
         err.print(f"[yellow]{line}[/yellow]")
     print(json.dumps(report.__dict__, indent=2))

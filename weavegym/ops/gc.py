@@ -3,12 +3,15 @@
 A VM's record, port locks and overlay belong to a dead process exactly when
 nobody holds the record's flock any more (the kernel releases it at process
 death), so gc never touches a live env, not even one of another user session.
-Domains named ``weavegym-*`` that have no live record are leftovers too.
+A ``weavegym-*`` domain without a record here may belong to another cache
+folder: it is removed only when its name's owner pid (``weavegym-<pid>-…``) is
+provably dead on this host; domains of live or unknown owners are left alone.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +32,7 @@ class GcReport:
     records_removed: list[str] = field(default_factory=list)
     locks_removed: list[str] = field(default_factory=list)
     live: list[str] = field(default_factory=list)
+    others: list[str] = field(default_factory=list)  # weavegym domains gc cannot prove orphaned: left alone
     errors: list[str] = field(default_factory=list)
 
 
@@ -36,11 +40,13 @@ def collect(cache_dir: Path, uris: list[str], dry_run: bool = False) -> GcReport
     report = GcReport()
     run_root = cache_dir / "run"
     live_names: set[str] = set()
+    dead_names: set[str] = set()
     for path, record in resources.read_records(run_root):
         if resources.is_locked(path):
             live_names.add(record.name)
             report.live.append(record.name)
             continue
+        dead_names.add(record.name)
         if record.uri and record.uri not in uris:
             uris = [*uris, record.uri]
         if not dry_run:
@@ -62,6 +68,9 @@ def collect(cache_dir: Path, uris: list[str], dry_run: bool = False) -> GcReport
             for domain in conn.listAllDomains():
                 name = domain.name()
                 if not name.startswith(resources.NAME_PREFIX) or name in live_names:
+                    continue
+                if name not in dead_names and not _owner_provably_dead(name, uri):
+                    report.others.append(name)
                     continue
                 if not dry_run:
                     with contextlib.suppress(libvirt.libvirtError):
@@ -90,3 +99,19 @@ def collect(cache_dir: Path, uris: list[str], dry_run: bool = False) -> GcReport
                         lock.unlink()
                 report.locks_removed.append(lock.name)
     return report
+
+
+def _owner_provably_dead(name: str, uri: str) -> bool:
+    """True when the domain's name says its owner was a process on this host and no such process runs."""
+    if "://" in uri and not uri.split("://", 1)[1].startswith("/"):
+        return False  # a remote libvirt: its owner's pid means nothing here
+    pid_text = name.removeprefix(resources.NAME_PREFIX).split("-", 1)[0]
+    if not pid_text.isdigit():
+        return False
+    try:
+        os.kill(int(pid_text), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False  # alive, another user's
+    return False

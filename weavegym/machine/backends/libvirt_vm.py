@@ -32,6 +32,7 @@ from weavegym.core.paths import default_cache_dir
 from weavegym.guest_agent.relay import Relay, tcp_listener, vsock_connector
 from weavegym.machine.backends import resources
 from weavegym.machine.backends.domain_xml import DomainSpec, domain_xml
+from weavegym.machine.backends.lease import DomainLease
 from weavegym.machine.backends.qemu_host import (
     ImagePaths,
     LocalQemuHost,
@@ -80,6 +81,7 @@ class _HostState:
 
     host: QemuHost | None = None
     run_dir: str = ""
+    lease: DomainLease | None = None  # destroys the domain if this process dies without closing it
 
 
 @dataclass(frozen=True)
@@ -183,6 +185,9 @@ class LibvirtVM:
             self._host.host = self._open_qemu_host()
             self._check_disk_space()
             self._allocate()
+            # From here on a domain may exist: it must not outlive this process, however it ends.
+            self._host.lease = DomainLease(self.config.resolved_uri(), self.name,
+                                           "" if self._remote else self._host.run_dir)
             self._create_overlay()
             self._boot()
             self.timings["cold_boot_s"] = time.monotonic() - t0
@@ -204,10 +209,16 @@ class LibvirtVM:
                           json.loads(manifest.read_text()))
 
     def is_running(self) -> bool:
+        """Whether QEMU is up. A VM paused from outside (``virsh suspend``) is resumed here, and counted in
+        ``timings["resumed"]``: paused, it would only make every later call wait out its timeout."""
         if self._domain is None:
             return False
         try:
-            state, _ = self._domain.state()
+            state, reason = self._domain.state()
+            if state == libvirt.VIR_DOMAIN_PAUSED and reason == libvirt.VIR_DOMAIN_PAUSED_USER:
+                self._domain.resume()
+                self.timings["resumed"] = self.timings.get("resumed", 0.0) + 1
+                state, _ = self._domain.state()
         except libvirt.libvirtError:
             return False
         return state in (libvirt.VIR_DOMAIN_RUNNING, libvirt.VIR_DOMAIN_PAUSED)
@@ -445,8 +456,10 @@ class LibvirtVM:
     @staticmethod
     def _teardown(name: str, uri: str, host: _HostState, locks: list[resources.HeldLock]) -> None:
         """Runs from close(), at interpreter exit, or when the VM object is collected."""
+        reached_libvirt = False
         with contextlib.suppress(libvirt.libvirtError):
             conn = libvirt.open(uri)
+            reached_libvirt = True
             try:
                 with contextlib.suppress(libvirt.libvirtError):
                     conn.lookupByName(name).destroy()
@@ -457,6 +470,11 @@ class LibvirtVM:
                 host.host.remove_tree(host.run_dir)
             host.host.close()
             host.host = None
+        # Torn down by us: the watchdog has nothing left to do. If libvirtd could not be reached, the lease is
+        # kept, so the watchdog destroys the domain once this process is gone (libvirtd may be back by then).
+        if host.lease is not None and reached_libvirt:
+            host.lease.release()
+            host.lease = None
         for lock in locks:
             lock.release()
         locks.clear()
