@@ -476,3 +476,22 @@ def test_a_server_grab_makes_calls_fail_clearly_and_the_agent_recovers(xvfb) -> 
             grabber.close()
         assert c.health(timeout=20).display_ok is True
         c.move(7, 7)
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="switching users needs the agent to run as root")
+def test_a_fork_bomb_from_a_no_display_account_is_capped_and_the_agent_stays_up(xvfb) -> None:
+    config = LocalAgentConfig(display=xvfb.display, extra_args=("--no-display-for", "nobody", "--process-limit", "40"))
+    with LocalAgent(config) as agent, agent.client() as c:
+        c.wait_ready(20)
+        bomb = ("import os, time\nn = 0\nfor _ in range(300):\n    try:\n        pid = os.fork()\n"
+                "    except OSError:\n        break\n    if pid == 0:\n        os.close(1); os.close(2)\n"
+                "        time.sleep(30); os._exit(0)\n    n += 1\nprint(n)\n")
+        try:
+            result = c.exec(["python3", "-c", bomb], user="nobody", cwd="/", timeout=60)
+            started = int(result.stdout.split()[-1])
+            assert 0 < started < 40, result.stdout  # the fork that would pass the cap failed
+            assert c.health(timeout=10).display_ok is True
+            assert c.exec("echo root still runs", timeout=10).stdout == "root still runs\n"
+            assert c.exec(["bash", "-c", "ulimit -u"], user="nobody", cwd="/", timeout=10).stdout.strip() == "40"
+        finally:
+            subprocess.run(["pkill", "-u", "nobody"], check=False)

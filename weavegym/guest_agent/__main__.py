@@ -36,6 +36,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--no-display-for", default="", metavar="USER[,USER]",
                    help="accounts whose commands get no DISPLAY (the episode's workspace account)")
     p.add_argument("--no-shm", action="store_true", help="capture with XGetImage even if MIT-SHM exists")
+    p.add_argument("--process-limit", type=int, default=0, metavar="N",
+                   help="at most N processes at once for each --no-display-for account (a fork bomb stops there)")
     p.add_argument("--x-lock-timeout", type=float, default=LOCK_TIMEOUT_S, metavar="SECONDS",
                    help="how long a call waits for the X connection while another call holds it")
     p.add_argument("--log-level", default="INFO")
@@ -53,6 +55,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     config = AgentConfig(display=args.display, listen=args.listen, token=token, python=args.python,
                          use_shm=not args.no_shm, x_lock_timeout_s=args.x_lock_timeout,
+                         process_limit=args.process_limit,
                          no_display_users=frozenset(u for u in args.no_display_for.split(",") if u))
     server, servicer, port = build_server(config)
     relay = None

@@ -81,6 +81,10 @@ class ExecDefaults:
     # Accounts whose commands get no DISPLAY/XAUTHORITY: the episode's workspace account must not see the
     # desktop (the X server refuses it anyway; this keeps its environment from even naming the display).
     no_display_users: frozenset[str] = frozenset()
+    # The most processes (and threads) those same accounts may have at once, counted per account by the
+    # kernel (RLIMIT_NPROC): a fork bomb from the episode's shell stops there instead of taking the guest,
+    # and the checker (root) still runs. 0: no limit.
+    process_limit: int = 0
     python: str = "/usr/bin/python3"
     shell: str = "/bin/bash"
     extra_env: dict[str, str] = field(default_factory=dict)
@@ -150,6 +154,10 @@ def build_spec(
         _check_text(key, "environment variable name")
         _check_text(value, f"environment variable {key}")
         full_env[key] = value
+    if defaults.process_limit and account is not None and name in defaults.no_display_users:
+        # prlimit runs as the account (after the switch), so it may lower its own limit, then execs the
+        # command; no preexec_fn, which is unsafe in the agent's threaded server.
+        argv = ["prlimit", f"--nproc={defaults.process_limit}", "--", *argv]
     return ExecSpec(
         argv=argv,
         cwd=workdir,

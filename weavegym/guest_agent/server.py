@@ -53,6 +53,7 @@ class AgentConfig:
     use_shm: bool = True
     no_display_users: frozenset[str] = frozenset()  # accounts whose commands get no DISPLAY
     x_lock_timeout_s: float = LOCK_TIMEOUT_S  # how long a call waits for the X connection another call holds
+    process_limit: int = 0  # RLIMIT_NPROC for the no-display accounts' commands; 0: none
 
 
 def _abort(context: grpc.ServicerContext, exc: Exception) -> None:
@@ -130,7 +131,8 @@ class GuestAgentServicer(pb_grpc.GuestAgentServicer):
         self.input = InputController(self.display)
         self.clipboard = Clipboard(self.display)
         self.exec_defaults = execution.ExecDefaults(display=config.display, python=config.python,
-                                                     no_display_users=config.no_display_users)
+                                                     no_display_users=config.no_display_users,
+                                                     process_limit=config.process_limit)
         self.boot_id = _read_boot_id()
         self._started = time.monotonic()
 
