@@ -11,10 +11,12 @@ import secrets
 from collections.abc import Iterator
 from pathlib import Path
 
+import gymnasium
 import numpy as np
 import pytest
 
 from weavegym.core.errors import BackendError
+from weavegym.envs.registration import SYNC_WRAPPER
 from weavegym.envs.setup_context import SetupContext
 from weavegym.envs.task import Channels, OracleContext, Prepared, Task
 from weavegym.envs.weave_env import WeaveEnv
@@ -112,3 +114,22 @@ def test_a_killed_agent_raises_backend_error_and_the_next_reset_recovers(env: We
     assert info["snapshot"] == "created" and backend.timings["recoveries"] == 1
     obs, _, _, _, info = env.step('shell("echo alive")')
     assert info["action_error"] is None and obs["terminal"].strip() == "alive"
+
+
+def test_gym_make_max_episode_steps_truncates_with_a_score() -> None:
+    """Gymnasium adds a TimeLimit for max_episode_steps; the env ends the episode on the same step, so the
+    truncation still carries the checker's score instead of a silent 0."""
+    gymnasium.register(id="WeaveLocalTest-v0", entry_point="weavegym.envs.weave_env:WeaveEnv",
+                       additional_wrappers=(SYNC_WRAPPER,))  # as register_tasks does for every task
+    env = gymnasium.make("WeaveLocalTest-v0", max_episode_steps=2, task_id=TASK, backend=LocalBackend(SCREEN),
+                         screen_size=SCREEN, settle_stable_s=0.05)
+    try:
+        env.reset(seed=7)
+        folder = env.unwrapped.prepared.truth["folder"]
+        _, _, terminated, truncated, info = env.step(f'shell("rev {folder}/word.txt > {folder}/answer.txt")')
+        assert not (terminated or truncated)
+        _, reward, terminated, truncated, info = env.step("wait(0.01)")
+        assert truncated and not terminated and info["end_reason"] == "max_steps" and reward == 1.0
+    finally:
+        env.close()
+        gymnasium.registry.pop("WeaveLocalTest-v0", None)

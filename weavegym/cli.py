@@ -20,6 +20,20 @@ image_app = typer.Typer(no_args_is_help=True, help="Guest images: build (cached 
 app.add_typer(image_app, name="image")
 err = Console(stderr=True)
 
+
+def _print_version(value: bool) -> None:
+    if value:
+        from weavegym.core.version import __version__
+
+        print(f"weavegym {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", is_eager=True, callback=_print_version,
+                                       help="Print the version and exit.")) -> None:
+    """Desktop VMs behind the Gymnasium API."""
+
 DEFAULT_CACHE = default_cache_dir()
 
 
@@ -297,10 +311,14 @@ def run(
     """Run an agent over tasks headless; writes steps, frames, evaluations and results.json."""
     from rich.table import Table
 
+    from weavegym.baselines.factory import POLICY_NAMES
     from weavegym.baselines.runner import RunConfig, plan
     from weavegym.baselines.runner import run as run_all
     from weavegym.envs.tasks import match_tasks
 
+    if agent not in POLICY_NAMES:  # checked here, not inside the workers after the VMs booted
+        err.print(f"[red]unknown agent {agent!r}; known agents: {', '.join(POLICY_NAMES)}[/red]")
+        raise typer.Exit(2)
     selected = [t.id for t in match_tasks(tasks)]  # e.g. "Weave-Productivity-1,Weave-DevOps-*"
     if not selected:
         err.print(f"[red]no task matches {tasks!r}[/red]")
@@ -329,6 +347,12 @@ def run(
                       f"{agg['mean_steps']:.1f}", f"{agg['mean_wall_s']:.0f}", str(agg["errors"]))
     _wide_console().print(table)
     err.print(f"results: {out / 'results.json'}")
+    overall = results["overall"]
+    unfinished = overall["episodes"] - overall["finished"]
+    if unfinished:  # errored or missing episodes: a script or CI job must not take this run as complete
+        err.print(f"[red]{unfinished} of {overall['episodes']} episode(s) did not finish "
+                  f"({overall['errors']} errored); see their episode.json under {out}[/red]")
+        raise typer.Exit(1)
 
 
 @app.command()

@@ -70,6 +70,7 @@ class WeaveEnv(gym.Env[dict[str, Any], dict[str, Any]]):
         self._steps, self._episode_start, self._ended = 0, 0.0, True
         self._vnc_announced = False
         self._closed = False
+        self.wrapper_step_limit: int | None = None  # a TimeLimit above us (set by registration.StepLimitSync)
 
     # The parts callers reach for: the machine (``env.unwrapped.backend.client``) and the task's variant.
     @property
@@ -147,7 +148,8 @@ class WeaveEnv(gym.Env[dict[str, Any], dict[str, Any]]):
             action_text="" if parsed is None else parsed.to_text(), action_error=error, terminal=self._terminal,
             exit_code=self._exit_code, timings=timings))
         terminated = parsed is not None and parsed.kind in ENDING_KINDS
-        truncated = not terminated and (self._steps >= self.max_steps or self._budget_left() <= 0)
+        step_limit = self._step_limit()
+        truncated = not terminated and (self._steps >= step_limit or self._budget_left() <= 0)
         info = self._base_info()
         info.update(action_error=error, timings=timings, step=self._steps, screen_settled=settled.settled,
                     screen_restored=screen_restored, terminal_truncated=truncated_output or outcome.output_truncated,
@@ -159,7 +161,7 @@ class WeaveEnv(gym.Env[dict[str, Any], dict[str, Any]]):
             reward = float(evaluation.score)
             info["evaluation"] = evaluation.to_dict()
             info["end_reason"] = parsed.kind if terminated and parsed is not None else (
-                "max_steps" if self._steps >= self.max_steps else "time_budget")
+                "max_steps" if self._steps >= step_limit else "time_budget")
             timings["evaluate_s"] = evaluation.seconds
         return self._observation(), reward, terminated, truncated, info
 
@@ -185,6 +187,12 @@ class WeaveEnv(gym.Env[dict[str, Any], dict[str, Any]]):
         return self.session.evaluate(self.backend, self.trajectory)
 
     # -- helpers ---------------------------------------------------------------------------------
+    def _step_limit(self) -> int:
+        """``max_steps``, or the ``max_episode_steps`` given to ``gym.make`` if lower: Gymnasium's TimeLimit
+        truncates without asking the env, so the env ends (and scores) the episode on that same step."""
+        limit = self.wrapper_step_limit
+        return min(self.max_steps, limit) if limit else self.max_steps
+
     def _budget_left(self) -> float:
         return self.time_budget_s - (time.monotonic() - self._episode_start)
 

@@ -1,0 +1,40 @@
+"""The CLI's contract with scripts: a version, early refusal of bad input, and an exit code that says
+whether every episode finished. None of these boot a VM."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from weavegym.core.version import __version__
+
+CLI = [sys.executable, "-m", "weavegym.cli"]
+
+
+def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, **(env or {})})
+
+
+def test_version() -> None:
+    result = _cli("--version")
+    assert result.returncode == 0 and result.stdout.strip() == f"weavegym {__version__}"
+
+
+def test_an_unknown_agent_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    result = _cli("run", "--agent", "foo", "--tasks", "Weave-DevOps-1", "--out", str(tmp_path / "run"))
+    assert result.returncode == 2 and "unknown agent 'foo'" in result.stderr and "oracle" in result.stderr
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_run_whose_episodes_errored_exits_non_zero(tmp_path: Path) -> None:
+    # No image in this cache folder: every attempt fails at env start, before any VM.
+    result = _cli("run", "--agent", "noop", "--tasks", "Weave-DevOps-1", "--out", str(tmp_path / "run"),
+                  env={"WEAVEGYM_CACHE_DIR": str(tmp_path / "empty-cache")})
+    assert result.returncode == 1, result.stderr
+    assert "1 of 1 episode(s) did not finish (1 errored)" in " ".join(result.stderr.split())
+    episode = json.loads((tmp_path / "run" / "Weave-DevOps-1" / "ep0" / "episode.json").read_text())
+    assert episode["status"] == "error" and "no 'base' image" in episode["error"]
