@@ -8,6 +8,7 @@ test (test_env_episode.py, test_env_gym.py); this tier is what makes iterating o
 from __future__ import annotations
 
 import secrets
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -133,3 +134,21 @@ def test_gym_make_max_episode_steps_truncates_with_a_score() -> None:
     finally:
         env.close()
         gymnasium.registry.pop("WeaveLocalTest-v0", None)
+
+
+@pytest.mark.parametrize("clock", ["env", "wall"])
+def test_the_time_budget_counts_the_envs_time_not_the_policys_by_default(clock: str) -> None:
+    env = WeaveEnv(TASK, backend=LocalBackend(SCREEN), screen_size=SCREEN, settle_stable_s=0.05,
+                   time_budget_s=3.0, budget_clock=clock)
+    try:
+        env.reset(seed=8)
+        time.sleep(3.5)  # a slow policy thinking
+        _, _, _, truncated, info = env.step("wait(0.1)")
+        if clock == "wall":
+            assert truncated and info["end_reason"] == "time_budget"
+            return
+        assert not truncated  # the policy's time is not the env's
+        _, _, _, truncated, info = env.step("wait(5)")  # a wait is the env's time: past the budget
+        assert truncated and info["end_reason"] == "time_budget" and "evaluation" in info
+    finally:
+        env.close()

@@ -14,7 +14,11 @@ class EnvConfig:
     screen_size: tuple[int, int] = (1280, 720)  # (width, height); 1280x720 and 1920x1080 are tested
     profile: str | None = None  # image profile; None: the task's own
     max_steps: int | None = None  # None: the task's
-    time_budget_s: float | None = None  # wall-clock budget per episode; None: the task's
+    time_budget_s: float | None = None  # time budget per episode; None: the task's
+    # What the budget counts: "env" (the default), the time spent inside reset() and step() (the guest's
+    # work, commands and waits included), so a slow policy (an LLM's latency) does not truncate episodes;
+    # "wall", all time since reset, the policy's thinking included.
+    budget_clock: str = "env"
     task_variants: int = 1  # reset() without a seed draws the task seed from range(task_variants)
     terminal_max_chars: int = 16384  # obs["terminal"] keeps the head and tail of longer output
     shell_timeout_s: float = 30.0  # default deadline of one shell/python action
@@ -30,5 +34,7 @@ class EnvConfig:
             raise ValueError(f"screen_size {self.screen_size} is outside 640x480..3840x2160")
         if self.task_variants < 1 or self.terminal_max_chars < 256 or self.max_task_snapshots < 1:
             raise ValueError("task_variants and max_task_snapshots must be >= 1, terminal_max_chars >= 256")
+        if self.budget_clock not in ("env", "wall"):
+            raise ValueError(f"budget_clock must be 'env' or 'wall', not {self.budget_clock!r}")
         if self.max_steps is not None and self.max_steps < 1:
             raise ValueError("max_steps must be >= 1")

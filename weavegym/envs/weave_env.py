@@ -68,6 +68,7 @@ class WeaveEnv(gym.Env[dict[str, Any], dict[str, Any]]):
         self._frame: np.ndarray | None = None
         self._terminal, self._exit_code = "", 0
         self._steps, self._episode_start, self._ended = 0, 0.0, True
+        self._env_seconds = 0.0  # time spent inside step() this episode (the "env" budget clock)
         self._vnc_announced = False
         self._closed = False
         self.wrapper_step_limit: int | None = None  # a TimeLimit above us (set by registration.StepLimitSync)
@@ -108,6 +109,7 @@ class WeaveEnv(gym.Env[dict[str, Any], dict[str, Any]]):
         self.trajectory.record(StepRecord(index=0, channel="reset", frame=FrameRecord.of(0, self._frame),
                                           timings=timings))
         self._episode_start = time.monotonic()
+        self._env_seconds = 0.0
         info = self._base_info()
         info.update(task_seed=task_seed, snapshot="created" if created else "cached", timings=timings)
         info.update(self.coordinator.vnc_info_once())
@@ -130,7 +132,7 @@ class WeaveEnv(gym.Env[dict[str, Any], dict[str, Any]]):
             error = str(exc)
         t_parsed = time.monotonic()
         if parsed is not None and parsed.kind not in ENDING_KINDS:
-            result = self.coordinator.execute(parsed, self._budget_left())
+            result = self.coordinator.execute(parsed, self._budget_left(t0))
             outcome, error = result.outcome, result.error
         t_acted = time.monotonic()
         truncated_output = False
@@ -148,6 +150,7 @@ class WeaveEnv(gym.Env[dict[str, Any], dict[str, Any]]):
             action_text="" if parsed is None else parsed.to_text(), action_error=error, terminal=self._terminal,
             exit_code=self._exit_code, timings=timings))
         terminated = parsed is not None and parsed.kind in ENDING_KINDS
+        self._env_seconds += time.monotonic() - t0
         step_limit = self._step_limit()
         truncated = not terminated and (self._steps >= step_limit or self._budget_left() <= 0)
         info = self._base_info()
@@ -193,8 +196,11 @@ class WeaveEnv(gym.Env[dict[str, Any], dict[str, Any]]):
         limit = self.wrapper_step_limit
         return min(self.max_steps, limit) if limit else self.max_steps
 
-    def _budget_left(self) -> float:
-        return self.time_budget_s - (time.monotonic() - self._episode_start)
+    def _budget_left(self, step_started: float | None = None) -> float:
+        if self.config.budget_clock == "wall":
+            return self.time_budget_s - (time.monotonic() - self._episode_start)
+        in_step = 0.0 if step_started is None else time.monotonic() - step_started
+        return self.time_budget_s - self._env_seconds - in_step
 
     def _observation(self) -> dict[str, Any]:
         assert self._frame is not None
