@@ -38,3 +38,7 @@ def test_a_run_whose_episodes_errored_exits_non_zero(tmp_path: Path) -> None:
     assert "1 of 1 episode(s) did not finish (1 errored)" in " ".join(result.stderr.split())
     episode = json.loads((tmp_path / "run" / "Weave-DevOps-1" / "ep0" / "episode.json").read_text())
     assert episode["status"] == "error" and "no 'base' image" in episode["error"]
+    # The retry keeps the first attempt's folder and its error beside the final one.
+    first = (tmp_path / "run" / "Weave-DevOps-1" / "ep0.attempt1" / "error.txt").read_text()
+    assert first.startswith("attempt 1: HostSetupError")
+    assert (tmp_path / "run" / "Weave-DevOps-1" / "ep0" / "error.txt").read_text().startswith("attempt 2: ")

@@ -82,7 +82,13 @@ class EpisodeWriter:
     """Writes one episode's directory incrementally, so a crash leaves everything up to the crash."""
 
     def __init__(self, directory: Path) -> None:
-        shutil.rmtree(directory, ignore_errors=True)  # a half-written earlier attempt is redone whole
+        if directory.exists():
+            # An earlier attempt (or an interrupted run) left this folder: keep it beside the new one as
+            # epN.attemptK, its error.txt and steps included, so the failure that caused the retry is kept.
+            k = 1
+            while directory.with_name(f"{directory.name}.attempt{k}").exists():
+                k += 1
+            directory.rename(directory.with_name(f"{directory.name}.attempt{k}"))
         (directory / "frames").mkdir(parents=True)
         self.directory = directory
         self._steps = (directory / "steps.jsonl").open("w", encoding="utf-8")
