@@ -186,8 +186,10 @@ def test_a_cli_deliverable_made_on_the_gui_side_scores_zero(env: WeaveEnv, how: 
     evaluation = info["evaluation"]
     outcomes = {c["name"]: c["outcome"] for c in evaluation["clauses"]}
     assert reward == 0.0 and not evaluation["passed"]
-    assert outcomes["receipt_filed"] == "satisfied"  # the content was right ...
-    assert outcomes["provenance_cli_3"] == "failed"  # ... but not made by the shell
+    # The content was right, but not made by the shell. Through a symlink the checker does not even read
+    # it: a link is never followed (it could point at anything root can read).
+    assert outcomes["receipt_filed"] == ("satisfied" if how == "desktop terminal" else "failed")
+    assert outcomes["provenance_cli_3"] == "failed"
     if how == "desktop terminal":
         assert evaluation["zeroed_by"] == ["NoDesktopTerminalWork"]
 

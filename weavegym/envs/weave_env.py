@@ -45,11 +45,13 @@ class WeaveEnv(gym.Env[dict[str, Any], dict[str, Any]]):
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array", "human"], "render_fps": 2}
 
     def __init__(self, task_id: str | Task, render_mode: str | None = None, *, config: EnvConfig | None = None,
-                 backend: Backend | None = None, **overrides: Any) -> None:
+                 backend: str | Backend | None = None, **overrides: Any) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None")
         # A Task object (not just a registered id) lets tests and task authors run unregistered variants.
         self.task: Task = task_id if isinstance(task_id, Task) else get_task(task_id)
+        if isinstance(backend, str):  # a backend's name ("libvirt", "ssh"), as in EnvConfig
+            overrides["backend"], backend = backend, None
         self.config = _config(config, overrides)
         self.render_mode = render_mode
         self.profile = self.config.profile or self.task.profile
@@ -60,7 +62,7 @@ class WeaveEnv(gym.Env[dict[str, Any], dict[str, Any]]):
         self.limits = actions_mod.ActionLimits(default_timeout_s=self.config.shell_timeout_s)
         self.observation_space = observation_space(self.config.screen_size, self.config.terminal_max_chars)
         self.action_space = action_space(self.config.screen_size, self.limits)
-        # An injected backend (tests use testing.LocalBackend) replaces the one config.backend names.
+        # A Backend object (tests use testing.LocalBackend) replaces the one config.backend names.
         self.coordinator = Coordinator(self.config, self.profile, backend)
         self.session = TaskSession(self.task, self.config)
         self.trajectory: Trajectory | None = None
