@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 
@@ -54,6 +55,10 @@ class DomainLease:
 
 
 def _watch(uri: str, name: str, run_dir: str) -> None:
+    # The lease ends only through its pipe: a `pkill -f weavegym` or a Ctrl-C meant for the owner must not
+    # end it first and leave the VM behind (SIGKILL still can; `weavegym gc` then finds the domain).
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_IGN)
     received = b""
     while chunk := os.read(0, 64):
         received += chunk
