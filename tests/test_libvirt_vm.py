@@ -153,6 +153,21 @@ def test_a_vm_paused_from_outside_is_resumed(vm: LibvirtVM) -> None:
     assert vm.client.exec("echo awake", timeout=30).stdout.strip() == "awake"
 
 
+def test_a_libvirtd_restart_mid_episode_is_survived(vm: LibvirtVM) -> None:
+    vm.client.exec("echo kept > /tmp/through-restart", timeout=30)
+    subprocess.run(["pkill", "-x", "libvirtd"], check=True)
+    wait_for(lambda: subprocess.run(["pgrep", "-x", "libvirtd"], capture_output=True).returncode != 0, 30,
+             what="libvirtd to exit")
+    subprocess.run(["libvirtd", "-d"], check=True)
+    wait_for(lambda: subprocess.run(["virsh", "-c", URI, "version"], capture_output=True).returncode == 0, 60,
+             what="libvirtd to come back")
+    assert vm.is_running() and vm.timings["libvirt_reconnects"] >= 1
+    assert vm.grab_frame().shape[:2] == (720, 1280)
+    assert vm.client.exec("cat /tmp/through-restart", timeout=30).stdout == "kept\n"
+    vm.reset()  # the snapshot load goes through the new connection
+    assert not vm.client.stat("/tmp/through-restart").exists
+
+
 def test_reset_recovers_after_qemu_is_killed(vm: LibvirtVM) -> None:
     assert vm.client is not None
     vm.client.exec("echo doomed > /home/user/crash.txt", user="user")

@@ -26,7 +26,7 @@ import libvirt
 import numpy as np
 
 from weavegym.core.deadline import wait_for
-from weavegym.core.errors import AgentError, BackendError, HostSetupError, VMStartError
+from weavegym.core.errors import AgentError, BackendError, HostSetupError, SnapshotError, VMStartError
 from weavegym.core.guest_layout import WORKSPACE_USER
 from weavegym.core.paths import default_cache_dir
 from weavegym.guest_agent.relay import Relay, tcp_listener, vsock_connector
@@ -214,6 +214,12 @@ class LibvirtVM:
         if self._domain is None:
             return False
         try:
+            self._reattach()
+        except BackendError:
+            return False
+        if self._domain is None:
+            return False
+        try:
             state, reason = self._domain.state()
             if state == libvirt.VIR_DOMAIN_PAUSED and reason == libvirt.VIR_DOMAIN_PAUSED_USER:
                 self._domain.resume()
@@ -226,10 +232,16 @@ class LibvirtVM:
     def reset(self, snapshot: str = READY_SNAPSHOT) -> float:
         """Bring the VM back to ``snapshot``; recovers a dead QEMU. Returns the seconds it took."""
         start = time.monotonic()
+        self._reattach()
         if not self.is_running():
             self._recover(snapshot)
         else:
-            self.snapshots.load(snapshot)
+            try:
+                self.snapshots.load(snapshot)
+            except SnapshotError:
+                if self.is_running():
+                    raise
+                self._recover(snapshot)  # QEMU died just now, before libvirt had noticed
         assert self.client is not None
         self.client.reconnect()  # connections from before the snapshot are frozen in the past
         self.client.wait_ready(self.config.reset_timeout_s)
@@ -237,7 +249,33 @@ class LibvirtVM:
         return time.monotonic() - start
 
     def save_snapshot(self, name: str) -> float:
+        self._reattach()
         return self.snapshots.save(name)
+
+    def _reattach(self) -> None:
+        """After a libvirtd restart our connection is dead while QEMU, and so the VM, lives on: open a new
+        connection and find the domain again. Raises ``BackendError`` while libvirtd is down."""
+        if self._conn is None or self._closed:
+            return
+        try:
+            self._conn.getLibVersion()  # a round trip: isAlive() still says yes until a call fails
+            return
+        except libvirt.libvirtError:
+            pass
+        with contextlib.suppress(libvirt.libvirtError):
+            self._conn.close()
+        try:
+            self._conn = connect(self.config.resolved_uri())
+        except HostSetupError as exc:
+            raise BackendError(f"lost libvirtd and cannot reconnect: {exc}") from None
+        self.timings["libvirt_reconnects"] = self.timings.get("libvirt_reconnects", 0.0) + 1
+        try:
+            self._domain = self._conn.lookupByName(self.name)
+        except libvirt.libvirtError:
+            self._domain = None  # gone while libvirtd was away: the next reset recovers it
+            return
+        if self._snapshots is not None:
+            self._snapshots.rebind(self._domain)
 
     def delete_snapshot(self, name: str) -> None:
         self.snapshots.delete(name)
