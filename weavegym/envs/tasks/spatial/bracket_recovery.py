@@ -125,17 +125,33 @@ def check_report(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
                          f"{truth['volume']:.1f}")
 
 
-def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
+def _save_as(ctx: OracleContext) -> Iterator[ActionLike]:
+    """One File > Save As round; the caller reads ``SAVED`` off the terminal to know whether it landed.
+
+    Under load the dialog can be drawn before its name field takes keys, so the field is cleared (ctrl+a)
+    before typing, and a round that did not save is closed with Escape so the next one starts clean.
+    """
     x, y, w, _h = ctx.truth["window"]
     yield {"kind": "click", "x": x + w // 2, "y": max(y - 10, 1)}  # the title bar: focus the OpenSCAD window
     assert ctx.obs is not None
     before = ctx.obs["screen"].copy()
     yield {"kind": "key", "keys": "ctrl+shift+s"}  # File > Save As...
     yield from wait_box(ctx, before, tries=60)  # the shell cannot see windows; the screen can
+    yield {"kind": "wait", "seconds": 1.0}  # the box is drawn; give its name field a moment to take focus
+    yield {"kind": "key", "keys": "ctrl+a"}
     yield {"kind": "type", "text": SCAD}
-    for _attempt in range(3):  # a file chooser may swallow the first Return to finish its completion
+    for _attempt in range(2):  # a file chooser may swallow the first Return to finish its completion
         yield {"kind": "key", "keys": "Return"}
-        yield wait_file_action(SCAD, seconds=20)
+        yield wait_file_action(SCAD, seconds=15)
+        assert ctx.obs is not None
+        if "SAVED" in ctx.obs["terminal"]:
+            return
+    yield {"kind": "key", "keys": "Escape"}  # close whatever is left of the dialog before the next round
+
+
+def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
+    for _round in range(3):
+        yield from _save_as(ctx)
         assert ctx.obs is not None
         if "SAVED" in ctx.obs["terminal"]:
             break
