@@ -12,6 +12,7 @@ import shutil
 import socket
 import subprocess
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import paramiko
@@ -21,6 +22,8 @@ from vncdotool import api as vnc_api
 from weavegym.core.deadline import wait_for
 from weavegym.core.errors import HostSetupError
 from weavegym.machine.backends.libvirt_vm import LibvirtConfig, LibvirtVM
+from weavegym.machine.backends.qemu_host import STALE_RESERVATION_S, SshQemuHost, ssh_target_of
+from weavegym.vm_images.builder import BuiltImage
 
 pytestmark = pytest.mark.vm
 
@@ -114,3 +117,83 @@ def test_an_unreachable_remote_host_is_a_clear_error(tmp_path) -> None:
         LibvirtVM(LibvirtConfig(uri=_uri(_free_port(), key), accel="tcg")).start()
     assert time.monotonic() - start < 30
     assert shutil.which("ssh"), "libvirt's ssh transport needs the openssh client"
+
+
+def _far_host(sshd, remote_cache: Path) -> SshQemuHost:
+    port, key, _work = sshd
+    return SshQemuHost(ssh_target_of(_uri(port, key)), str(remote_cache))
+
+
+def _free_pair() -> range:
+    """Two adjacent ports nothing listens on (the far host is this machine)."""
+    for _ in range(50):
+        first = _free_port()
+        if first < 65535 and not _port_open(first + 1):
+            return range(first, first + 2)
+    raise AssertionError("no two adjacent free ports")
+
+
+def test_two_clients_of_one_far_host_never_share_a_port(sshd, tmp_path) -> None:
+    """Each client has its own local lock folder; the reservation lives on the far host and holds for both."""
+    remote_cache = tmp_path / "far-cache"
+    one, two = _far_host(sshd, remote_cache), _far_host(sshd, remote_cache)
+    try:
+        ports = _free_pair()
+        first, held = one.reserve_port("vnc", ports)
+        second, _ = two.reserve_port("vnc", ports)
+        assert {first, second} == set(ports)
+        with pytest.raises(HostSetupError, match="no free vnc port"):
+            one.reserve_port("vnc", ports)
+        held.release()
+        assert two.reserve_port("vnc", ports)[0] == first  # released: free for anyone again
+        # A port something listens on is never handed out, reservation or not.
+        with socket.socket() as listener:
+            listener.bind(("127.0.0.1", 0))
+            listener.listen()
+            busy = listener.getsockname()[1]
+            with pytest.raises(HostSetupError, match="no free agent port"):
+                one.reserve_port("agent", range(busy, busy + 1))
+    finally:
+        one.close()
+        two.close()
+
+
+def test_a_stale_reservation_of_a_free_port_is_taken_over(sshd, tmp_path) -> None:
+    remote_cache = tmp_path / "far-cache"
+    one, two = _far_host(sshd, remote_cache), _far_host(sshd, remote_cache)
+    try:
+        port = _free_port()
+        assert one.reserve_port("agent", range(port, port + 1))[0] == port  # its owner dies without releasing
+        with pytest.raises(HostSetupError):
+            two.reserve_port("agent", range(port, port + 1))  # fresh: still held
+        old = time.time() - STALE_RESERVATION_S - 60
+        os.utime(remote_cache / "ports" / f"agent-{port}", (old, old))
+        assert two.reserve_port("agent", range(port, port + 1))[0] == port
+    finally:
+        one.close()
+        two.close()
+
+
+def test_two_clients_copying_one_image_at_once_both_get_a_complete_copy(sshd, tmp_path) -> None:
+    """Each copies into a folder of its own and renames it into place; neither deletes the other's files."""
+    local = tmp_path / "local" / "base-test-0123"
+    local.mkdir(parents=True)
+    for name, size in (("disk.qcow2", 8 << 20), ("vmlinuz", 1 << 20), ("initrd.img", 2 << 20)):
+        (local / name).write_bytes(os.urandom(size))
+    (local / "manifest.json").write_text('{"name": "base-test-0123"}')
+    image = BuiltImage("base-test-0123", local, {"name": "base-test-0123"})
+    remote_cache = tmp_path / "far-cache"
+    (remote_cache / "images" / image.name).mkdir(parents=True)  # a half copy an older version left behind
+    (remote_cache / "images" / image.name / "disk.qcow2").write_bytes(b"truncated")
+    hosts = [_far_host(sshd, remote_cache) for _ in range(2)]
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            results = list(pool.map(lambda host: host.image_paths(image), hosts))
+    finally:
+        for host in hosts:
+            host.close()
+    far = remote_cache / "images" / image.name
+    assert results[0] == results[1] and results[0].disk == str(far / "disk.qcow2")
+    for name in ("disk.qcow2", "vmlinuz", "initrd.img", "manifest.json"):
+        assert (far / name).read_bytes() == (local / name).read_bytes(), name
+    assert sorted(p.name for p in (remote_cache / "images").iterdir()) == [image.name]  # no partial left

@@ -36,6 +36,7 @@ from weavegym.machine.backends.lease import DomainLease
 from weavegym.machine.backends.qemu_host import (
     ImagePaths,
     LocalQemuHost,
+    PortReservation,
     QemuHost,
     SshQemuHost,
     is_remote_uri,
@@ -132,7 +133,7 @@ class LibvirtVM:
         self._conn: libvirt.virConnect | None = None
         self._domain: libvirt.virDomain | None = None
         self._snapshots: InternalSnapshots | None = None
-        self._locks: list[resources.HeldLock] = []
+        self._locks: list[PortReservation] = []
         self._spec: DomainSpec | None = None
         self._host = _HostState()  # the QEMU host, its run dir and our port locks: what teardown releases
         self._relay: Relay | None = None
@@ -363,20 +364,22 @@ class LibvirtVM:
                                  f"overlay and snapshots. Free space, or pass another cache_dir")
 
     def _allocate(self) -> None:
-        lock_dir = self.config.cache_dir / "locks"
-        vnc_port, vnc_lock = resources.allocate_port(lock_dir, resources.VNC_PORTS, "vnc")
+        host = self._host.host
+        assert self.image is not None and host is not None
+        # The image first (a far host may need a copy that takes minutes): a port reservation is then
+        # short-lived until QEMU binds it, so it never looks abandoned.
+        paths = self._image_paths = host.image_paths(self.image)
+        # Reserved where QEMU binds them: in this cache's lock folder locally, on the far host for qemu+ssh.
+        vnc_port, vnc_lock = host.reserve_port("vnc", resources.VNC_PORTS)
         self._locks.append(vnc_lock)
-        agent_port, agent_lock = resources.allocate_port(lock_dir, resources.AGENT_PORTS, "agent")
+        agent_port, agent_lock = host.reserve_port("agent", resources.AGENT_PORTS)
         self._locks.append(agent_lock)
         ssh_port = 0
         if self.config.forward_ssh:
-            ssh_port, ssh_lock = resources.allocate_port(lock_dir, resources.SSH_PORTS, "ssh")
+            ssh_port, ssh_lock = host.reserve_port("ssh", resources.SSH_PORTS)
             self._locks.append(ssh_lock)
-        host = self._host.host
-        assert self.image is not None and host is not None
         run_dir = self._host.run_dir = host.run_dir(self.name)
         host.make_dir(run_dir)
-        paths = self._image_paths = host.image_paths(self.image)
         self._spec = DomainSpec(
             name=self.name, domain_type=_domain_type(self.config, self._conn), memory_mib=self.config.memory_mib,
             vcpus=self.config.vcpus, kernel=paths.kernel, initrd=paths.initrd,
@@ -492,7 +495,7 @@ class LibvirtVM:
         return self._host.host.read_tail(f"{self._host.run_dir}/console.log", limit)
 
     @staticmethod
-    def _teardown(name: str, uri: str, host: _HostState, locks: list[resources.HeldLock]) -> None:
+    def _teardown(name: str, uri: str, host: _HostState, locks: list[PortReservation]) -> None:
         """Runs from close(), at interpreter exit, or when the VM object is collected."""
         reached_libvirt = False
         with contextlib.suppress(libvirt.libvirtError):
@@ -503,9 +506,12 @@ class LibvirtVM:
                     conn.lookupByName(name).destroy()
             finally:
                 conn.close()
+        if host.host is not None and host.run_dir:
+            host.host.remove_tree(host.run_dir)
+        for lock in locks:  # before the host is closed: a far host's reservations go over its link
+            lock.release()
+        locks.clear()
         if host.host is not None:
-            if host.run_dir:
-                host.host.remove_tree(host.run_dir)
             host.host.close()
             host.host = None
         # Torn down by us: the watchdog has nothing left to do. If libvirtd could not be reached, the lease is
@@ -513,6 +519,3 @@ class LibvirtVM:
         if host.lease is not None and reached_libvirt:
             host.lease.release()
             host.lease = None
-        for lock in locks:
-            lock.release()
-        locks.clear()

@@ -4,17 +4,23 @@ With ``qemu:///system`` everything is local. With ``qemu+ssh://user@host/system`
 libvirt itself talks to the far daemon, but the files and ports a VM needs live
 there too, so this module does, over one SSH connection:
 
-* the image: copied once into ``remote_cache_dir/images/<name>/`` (manifest last,
-  so a half-copied image is never used); or build it there with
+* the image: copied once into ``remote_cache_dir/images/<name>/``, each client into
+  a folder of its own that is renamed into place only when complete (so a
+  half-copied image is never used, and two clients copying at once never delete
+  each other's files); or build it there with
   ``weavegym image build --cache-dir <remote_cache_dir>``;
 * the VM's run directory (overlay, console log) and ``qemu-img create``;
-* the agent and VNC ports, which QEMU binds on the far host's 127.0.0.1:
-  forwarded back to local ports, so the env and VNC viewers use 127.0.0.1.
+* the agent and VNC ports, which QEMU binds on the far host's 127.0.0.1: reserved
+  on the far host (``remote_cache_dir/ports/``, shared by every client of that
+  host, not in this client's lock folder) and forwarded back to local ports, so
+  the env and VNC viewers use 127.0.0.1.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import secrets
 import shlex
 import shutil
 import subprocess
@@ -25,6 +31,7 @@ from typing import Protocol
 from urllib.parse import parse_qs, urlsplit
 
 from weavegym.core.errors import BackendError, HostSetupError
+from weavegym.machine.backends import resources
 from weavegym.machine.backends.ssh_link import SshLink, SshTarget
 from weavegym.vm_images.builder import BuiltImage
 
@@ -41,9 +48,16 @@ class ImagePaths:
     initrd: str
 
 
+class PortReservation(Protocol):
+    """A port held for one VM until ``release``."""
+
+    def release(self) -> None: ...
+
+
 class QemuHost(Protocol):
     remote: bool
 
+    def reserve_port(self, kind: str, ports: range) -> tuple[int, PortReservation]: ...
     def image_paths(self, image: BuiltImage) -> ImagePaths: ...
     def run_dir(self, name: str) -> str: ...
     def make_dir(self, path: str) -> None: ...
@@ -82,6 +96,10 @@ class LocalQemuHost:
 
     def __init__(self, cache_dir: Path) -> None:
         self.cache_dir = cache_dir
+
+    def reserve_port(self, kind: str, ports: range) -> tuple[int, PortReservation]:
+        """A lock file per port in this cache's lock folder (held while the VM lives), and nothing listening."""
+        return resources.allocate_port(self.cache_dir / "locks", ports, kind)
 
     def image_paths(self, image: BuiltImage) -> ImagePaths:
         return ImagePaths(str(image.disk), str(image.kernel), str(image.initrd))
@@ -133,18 +151,39 @@ class SshQemuHost:
             self._copy_image(image, remote)
         return ImagePaths(*(f"{remote}/{name}" for name in IMAGE_FILES))
 
+    def reserve_port(self, kind: str, ports: range) -> tuple[int, PortReservation]:
+        """A port on the far host that no client of it holds and nothing there listens on.
+
+        Reservations are folders under ``remote_cache_dir/ports/`` made with mkdir, which is atomic, so two
+        clients (each with its own local lock folder) never get the same port. One whose VM is gone (the port
+        is free again) is taken over once it is older than ``STALE_RESERVATION_S``, which covers clients that
+        died without releasing.
+        """
+        root = f"{self.cache_dir}/ports"
+        out = self.link.run(f"python3 -c {shlex.quote(_RESERVE_PORT)} {shlex.quote(root)} {shlex.quote(kind)} "
+                            f"{ports.start} {ports.stop} {STALE_RESERVATION_S}", timeout=60)
+        if out.exit_code != 0 or not out.stdout.strip().isdigit():
+            raise HostSetupError(f"{self.target.host}: no free {kind} port in {ports.start}-{ports.stop - 1} "
+                                 f"(reservations in {root}): {(out.stderr or out.stdout).strip()[-300:]}")
+        port = int(out.stdout.strip())
+        return port, RemotePortReservation(self.link, f"{root}/{kind}-{port}")
+
     def _copy_image(self, image: BuiltImage, remote: str) -> None:
         size = sum((image.path / name).stat().st_size for name in IMAGE_FILES)
         log.warning("copying image %s (%.1f GiB) to %s:%s", image.name, size / 2**30, self.target.host, remote)
-        partial = f"{remote}.partial"
-        self.link.check(f"rm -rf {shlex.quote(partial)} && mkdir -p {shlex.quote(partial)}", "preparing the copy")
+        partial = f"{remote}.partial-{secrets.token_hex(6)}"  # this client's own: another may be copying too
+        self.link.check(f"mkdir -p {shlex.quote(partial)}", "preparing the copy")
         for name in IMAGE_FILES:
             self.link.upload_file(image.path / name, f"{partial}/{name}")
         with tempfile.TemporaryDirectory() as tmp:
             manifest = Path(tmp) / "manifest.json"
             shutil.copy(image.path / "manifest.json", manifest)
             self.link.upload_file(manifest, f"{partial}/manifest.json")
-        self.link.check(f"rm -rf {shlex.quote(remote)} && mv {shlex.quote(partial)} {shlex.quote(remote)}",
+        # Renamed into place as a whole; if another client finished first, its complete copy is kept. A folder
+        # without a manifest there is a copy an older version left half-done: moved aside and removed.
+        r, p, stale = shlex.quote(remote), shlex.quote(partial), shlex.quote(f"{partial}.stale")
+        self.link.check(f"if [ -d {r} ] && [ ! -f {r}/manifest.json ]; then mv -T {r} {stale} && rm -rf {stale}; fi; "
+                        f"mv -T {p} {r} 2>/dev/null || {{ test -f {r}/manifest.json && rm -rf {p}; }}",
                         "finishing the image copy")
 
     def run_dir(self, name: str) -> str:
@@ -179,3 +218,66 @@ class SshQemuHost:
 
     def close(self) -> None:
         self.link.close()
+
+
+STALE_RESERVATION_S = 600  # a reservation whose port is free again after this long belongs to a VM that is gone
+
+
+class RemotePortReservation:
+    """A port reservation folder on the far host; released over the same SSH link."""
+
+    def __init__(self, link: SshLink, path: str) -> None:
+        self.link, self.path = link, path
+
+    def release(self) -> None:
+        """Best effort: a reservation left behind (link gone) is taken over once its port is free and it is stale."""
+        if self.link.is_active():
+            with contextlib.suppress(BackendError, OSError):
+                self.link.run(f"rm -rf {shlex.quote(self.path)}", timeout=30)
+
+
+# argv: reservations folder, kind, first port, end port (exclusive), stale seconds. Prints the reserved port.
+_RESERVE_PORT = """import os, random, shutil, socket, sys, time
+root, kind, first, end, stale = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
+os.makedirs(root, exist_ok=True)
+def free(port):
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+ports = list(range(first, end))
+start = random.randrange(len(ports))
+for i in range(len(ports)):
+    port = ports[(start + i) % len(ports)]
+    path = f"{root}/{kind}-{port}"
+    try:
+        os.mkdir(path)
+    except FileExistsError:
+        try:
+            age = time.time() - os.stat(path).st_mtime
+        except FileNotFoundError:
+            continue
+        if age < stale or not free(port):
+            continue
+        aside = f"{path}.stale-{os.getpid()}"
+        try:
+            os.rename(path, aside)  # only one client wins this rename
+        except OSError:
+            continue
+        shutil.rmtree(aside, ignore_errors=True)
+        try:
+            os.mkdir(path)
+        except FileExistsError:
+            continue
+    if not free(port):
+        os.rmdir(path)
+        continue
+    with open(f"{path}/owner", "w") as out:
+        out.write(f"{os.environ.get('SSH_CLIENT', '?')} {time.time()}\\n")
+    print(port)
+    sys.exit(0)
+sys.exit(3)
+"""
