@@ -6,10 +6,17 @@ tested with `sudo nginx -t` and applied with systemctl (CLI): the site's config
 belongs to the workspace account (the shell's), and the sudo rules are granted to
 that account only. The change record is a GUI form (ticket, the upstream port and
 the snippet now in use) whose answer setup captures into a root-only file, so
-only the GUI can file it. nginx's master runs as root and opens the log files the
-shell's config names, so the service runs with the private folder made
-inaccessible (a systemd drop-in): an access_log pointed at the answer file cannot
-write it. The snippet names, ports and ticket are drawn per seed.
+only the GUI can file it. The snippet names, ports and ticket are drawn per seed.
+
+nginx never runs as root here, neither the service nor `sudo nginx -t`: the config
+is the shell's, and a root nginx opens every log path a config names (an
+`access_log /etc/sudoers.d/x` with a log_format of `$arg_a` is root in one curl)
+and prints what it cannot parse (`include /etc/shadow` under `nginx -t`). So the
+service runs as www-data (the site's ports are above 1024), and the `nginx` that
+sudo finds first on its secure_path (/usr/local/sbin) is a root-owned wrapper that
+drops to www-data before running the real one. The systemctl rules are NOEXEC, so
+`systemctl status`'s pager cannot start a root shell. The service still runs with
+the private folder made inaccessible (a systemd drop-in).
 """
 
 from __future__ import annotations
@@ -27,11 +34,26 @@ DIALOG_TITLE = "Change record"
 ANSWER = f"{PRIVATE_DIR}/change.out"
 SNIPPET_OWNERS = ("shop", "store", "storefront", "webshop", "catalog", "checkout")
 SNIPPET_KINDS = ("headers", "build-headers", "security-headers", "response-headers", "extra-headers")
-SUDOERS = (f"{WORKSPACE_USER} ALL=(root) NOPASSWD: /usr/sbin/nginx -t, /usr/bin/systemctl reload nginx, "
+NGINX_AS_WWW = "/usr/local/sbin/nginx"  # what `sudo nginx` runs: sudo's secure_path puts /usr/local/sbin first
+SUDOERS = (f"{WORKSPACE_USER} ALL=(root) NOPASSWD: {NGINX_AS_WWW} -t\n"
+           f"{WORKSPACE_USER} ALL=(root) NOPASSWD: NOEXEC: /usr/bin/systemctl reload nginx, "
            "/usr/bin/systemctl restart nginx, /usr/bin/systemctl status nginx, /usr/bin/systemctl start nginx\n")
-# nginx's master (root) opens the access and error logs that the shell's site config names; without this,
-# `access_log <answer file> <format of $arg_x>` would let a curl request write the change record.
+NGINX_WRAPPER = """#!/bin/sh
+# The shop's nginx runs as www-data, never as root: its site config is the workspace account's to edit.
+exec /usr/bin/setpriv --reuid=www-data --regid=www-data --clear-groups --inh-caps=-all --no-new-privs \
+    /usr/sbin/nginx "$@"
+"""
+# The service as www-data, with its pid file where that account can write; the private folder (the
+# change record's answer) stays out of its reach whatever log path the config names.
 NGINX_DROPIN = """[Service]
+User=www-data
+Group=www-data
+RuntimeDirectory=nginx
+PIDFile=/run/nginx/nginx.pid
+ExecStop=
+ExecStop=-/sbin/start-stop-daemon --quiet --stop --retry QUIT/5 --pidfile /run/nginx/nginx.pid
+NoNewPrivileges=yes
+CapabilityBoundingSet=
 InaccessiblePaths=-/var/lib/weavegym
 ProtectHome=read-only
 """
@@ -110,6 +132,7 @@ def setup(ctx: SetupContext) -> Prepared:
     ctx.write_file("/etc/systemd/system/shop-api.service", API_UNIT, owner="root", mode=0o644)
     ctx.write_file("/etc/systemd/system/nginx.service.d/weavegym-private.conf", NGINX_DROPIN, owner="root",
                    mode=0o644)
+    ctx.write_file(NGINX_AS_WWW, NGINX_WRAPPER, owner="root", mode=0o755)
     ctx.write_file(f"{ETC}/snippets/{snippet}", f'add_header X-Shop-Build "{build}";\n', owner="root", mode=0o644)
     # The site config is the shell's to repair: the workspace account's, in a folder it owns (sed -i renames).
     ctx.write_file(SITE, SITE_CONF.format(site_port=site_port, snippet=wrong_snippet, upstream=wrong_port),
@@ -117,14 +140,20 @@ def setup(ctx: SetupContext) -> Prepared:
     ctx.write_file("/etc/sudoers.d/shop-ops", SUDOERS, owner="root", mode=0o440)
     ctx.make_private_dir()
     ctx.run(["bash", "-c", f"""set -e
-chown root:root /etc/sudoers.d/shop-ops
+chown root:root /etc/sudoers.d/shop-ops {NGINX_AS_WWW}
 visudo -cf /etc/sudoers.d/shop-ops
+sed -i -e 's|^[[:space:]]*user[[:space:]].*;|# user: the service runs as www-data (its unit)|' \
+    -e 's|^[[:space:]]*pid[[:space:]].*;|pid /run/nginx/nginx.pid;|' {ETC}/nginx.conf
+rm -f {ETC}/sites-enabled/default
+install -d -m 755 -o www-data -g adm /var/log/nginx
+chown -R www-data:www-data /var/lib/nginx
 ln -sf {SITE} {ETC}/sites-enabled/shop
 chown {WORKSPACE_USER}:{SHARED_GROUP} {ETC}/sites-available
 chmod 755 {ETC}/sites-available
 systemctl daemon-reload
 systemctl enable --now shop-api.service
-install -d -m 755 /var/log/nginx && touch /var/log/nginx/error.log && chmod 644 /var/log/nginx/error.log
+touch /var/log/nginx/error.log && chown www-data:adm /var/log/nginx/*.log && chmod 644 /var/log/nginx/*.log
+systemctl stop nginx || true
 systemctl restart nginx || true
 """], timeout=180)
     ctx.run(["bash", "-c", f"for i in $(seq 150); do ss -ltn | grep -q ':{api_port} ' && exit 0; sleep 0.2; done; "

@@ -1,8 +1,12 @@
 """Shared pieces of the Weave-Web tasks: the local portal server, a quiet Firefox profile, the records.
 
-The portal server (fixtures/portal_server.py) runs as root, so the submissions it
-records land in a root-only file, each with the account that owns the client's
-socket and the request's Origin. Firefox runs as the desktop account and the
+The portal server (fixtures/portal_server.py) runs as its own unprivileged system
+account (PORTAL_USER: no shell, no sudo, no home), so neither episode account can
+signal it or write its records, and a path trick in the site dir it serves reaches
+nothing that account cannot read anyway (it never ran as root: a root server serving
+a user's folder is one symlink swap away from serving /etc/shadow). The submissions
+it records land in its own 0700 folder, each with the account that owns the
+client's socket and the request's Origin. Firefox runs as the desktop account and the
 shell as the workspace account, so a report posted with curl or python from the
 shell is told apart from one filed in the browser, whatever the client program is
 called (a desktop terminal running curl is caught by the channel rules instead).
@@ -22,14 +26,16 @@ import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from weavegym.envs.setup_context import DESKTOP_USER, HOME, PRIVATE_DIR, SetupContext
+from weavegym.envs.setup_context import DESKTOP_USER, HOME, SetupContext
 from weavegym.envs.task import ActionLike
 from weavegym.evaluators import Probe, Verdict
 from weavegym.machine.guest_client import WindowInfo
 
 SERVER = "/usr/local/lib/portal/portal_server.py"
 STATIC = "/usr/local/lib/portal/static"
-RECORDS = f"{PRIVATE_DIR}/portal-records.jsonl"
+PORTAL_USER = "weaveportal"
+RECORDS_DIR = "/var/lib/weave-portal"  # the portal account's, 0700: neither episode account can list or read it
+RECORDS = f"{RECORDS_DIR}/records.jsonl"
 PROFILE = f"{HOME}/.portal-firefox"
 
 USER_JS = """\
@@ -73,12 +79,21 @@ def write_static(ctx: SetupContext, name: str, text: str) -> None:
 
 
 def start_server(ctx: SetupContext, port: int, log: str, args: str) -> None:
-    """Start one portal server as root (``args``: --site/--static/--connect/--records/--form/--cors); waits for it."""
+    """Start one portal server as PORTAL_USER (``args``: --site/--static/--connect/--records/--form/--cors).
+
+    The server's code is root's; its log (under /var/log, which no episode account can write, so no
+    symlink can be planted there) and its records folder are the portal account's. Waits until it answers.
+    """
     ctx.write_file(SERVER, ctx.fixture(__package__, "fixtures/portal_server.py"), owner="root", mode=0o644)
-    ctx.make_private_dir()
-    ctx.run(["bash", "-c", f"install -m 644 /dev/null {log} && "
-                           f"setsid -f python3 {SERVER} --port {port} --log {log} {args} "
-                           f">/tmp/portal-server-{port}.err 2>&1 </dev/null && " + WAIT_FOR_PORT.format(port=port)])
+    ctx.run(["bash", "-c", f"""set -e
+id -u {PORTAL_USER} >/dev/null 2>&1 || useradd --system --no-create-home --home-dir /nonexistent \
+    --shell /usr/sbin/nologin {PORTAL_USER}
+install -d -m 700 -o {PORTAL_USER} -g {PORTAL_USER} {RECORDS_DIR}
+install -m 644 -o {PORTAL_USER} -g {PORTAL_USER} /dev/null {log}
+install -m 600 -o {PORTAL_USER} -g {PORTAL_USER} /dev/null /var/log/portal-server-{port}.err
+cd / && setsid -f setpriv --reuid={PORTAL_USER} --regid={PORTAL_USER} --clear-groups --inh-caps=-all \
+    python3 -I {SERVER} --port {port} --log {log} {args} >>/var/log/portal-server-{port}.err 2>&1 </dev/null
+""" + WAIT_FOR_PORT.format(port=port)])
 
 
 def launch_firefox(ctx: SetupContext, url: str, title_regex: str) -> WindowInfo:

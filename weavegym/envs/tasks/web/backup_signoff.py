@@ -26,6 +26,7 @@ from typing import Any
 from weavegym.envs.setup_context import HOME, WORKSPACE_USER, SetupContext
 from weavegym.envs.task import ActionLike, Channels, Deliverable, OracleContext, Prepared, Task
 from weavegym.envs.tasks.web._portal import (
+    PORTAL_USER,
     RECORDS,
     STATIC,
     field_is,
@@ -173,8 +174,8 @@ TASK = Task(
         Clause("config_fixed", "api.ini allows exactly the portal page's origin", check_config),
     ),
     deliverables=(
-        Deliverable(RECORDS, "gui", owner="root",
-                    description="the API's record of the sign-off (written by the root-run server, which notes the "
+        Deliverable(RECORDS, "gui", owner=PORTAL_USER,
+                    description="the API's record of the sign-off (written by the portal server, which notes the "
                                 "sending account)"),
         Deliverable(CONFIG, "cli", description="the fixed ~/portal/api.ini"),
     ),

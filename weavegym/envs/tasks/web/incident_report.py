@@ -25,6 +25,7 @@ from typing import Any
 from weavegym.envs.setup_context import HOME, WORKSPACE_USER, SetupContext
 from weavegym.envs.task import ActionLike, Channels, Deliverable, OracleContext, Prepared, Task
 from weavegym.envs.tasks.web._portal import (
+    PORTAL_USER,
     RECORDS,
     STATIC,
     field_is,
@@ -187,8 +188,8 @@ TASK = Task(
         Clause("source_fixed", "index.html has every field id the portal's script looks up", check_source_fixed),
     ),
     deliverables=(
-        Deliverable(RECORDS, "gui", owner="root",
-                    description="the portal's record of the report (written by the root-run server, which notes "
+        Deliverable(RECORDS, "gui", owner=PORTAL_USER,
+                    description="the portal's record of the report (written by the portal server, which notes "
                                 "the sending account)"),
         Deliverable(PAGE, "cli", description="the fixed ~/portal/index.html"),
     ),

@@ -22,6 +22,7 @@ from typing import Any
 from weavegym.envs.setup_context import HOME, WORKSPACE_USER, SetupContext
 from weavegym.envs.task import ActionLike, Channels, Deliverable, OracleContext, Prepared, Task
 from weavegym.envs.tasks.web._portal import (
+    PORTAL_USER,
     RECORDS,
     STATIC,
     fill_form,
@@ -230,8 +231,8 @@ TASK = Task(
         Clause("catalog_fixed", "flavors.json is valid JSON with the full catalog", check_catalog),
     ),
     deliverables=(
-        Deliverable(RECORDS, "gui", owner="root",
-                    description="the portal's record of the VM request (written by the root-run server, which notes "
+        Deliverable(RECORDS, "gui", owner=PORTAL_USER,
+                    description="the portal's record of the VM request (written by the portal server, which notes "
                                 "the sending account)"),
         Deliverable(CATALOG, "cli", description="the fixed ~/portal/flavors.json"),
     ),
