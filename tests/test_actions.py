@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import time
 from collections.abc import Iterator, Mapping
 from types import SimpleNamespace
@@ -452,3 +453,44 @@ def test_every_kind_is_declared_once_and_everything_derives_from_it() -> None:
     # Aliases come from the declaration: the Gym space's shared `text` field stands in for these.
     assert parse_action({"kind": "key", "text": "ctrl+s"}, SCREEN) == Action("key", keys="ctrl+s")
     assert parse_action('python(text="print(1)")', SCREEN) == Action("python", code="print(1)")
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("pyautogui.click(x=640, y=360)", "click(640, 360)"),
+    ("pyautogui.click(640, 360, button='right')", 'click(640, 360, button="right")'),
+    ("pyautogui.click((10, 20), clicks=2)", "double_click(10, 20)"),
+    ("pyautogui.rightClick(x=1, y=2)", "right_click(1, 2)"),
+    ("pyautogui.hotkey('ctrl', 's')", 'key("ctrl+s")'),
+    ("pyautogui.hotkey('command', 'shiftleft', 't')", 'key("super+shift+t")'),
+    ("pyautogui.press('enter')", 'key("enter")'),
+    ("pyautogui.typewrite('héllo 你好')", 'type("héllo 你好")'),
+    ("pyautogui.write(['esc'])", 'key("esc")'),
+    ("pyautogui.scroll(3)", "scroll(dy=-3)"),  # pyautogui: positive is up; ours: positive is down
+    ("pyautogui.scroll(-5, x=10, y=20)", "scroll(dy=5, x=10, y=20)"),
+    ("pyautogui.hscroll(2)", "scroll(dx=2)"),
+    ("pyautogui.moveTo(3, 4, 0.5)", "move(3, 4)"),
+    ("pyautogui.mouseDown(1, 2)", "mouse_down(x=1, y=2)"),
+    ("time.sleep(2)", "wait(2.0)"),
+    ("WAIT", "wait()"), ("DONE", "done()"), ("FAIL", "fail()"),
+])
+def test_osworld_pyautogui_calls_map_onto_our_kinds(text: str, expected: str) -> None:
+    assert parse_action(text, (1280, 720)).to_text() == expected
+
+
+@pytest.mark.parametrize(("text", "error"), [
+    ("pyautogui.dragTo(100, 200)", "use drag(x, y, to_x, to_y)"),
+    ("pyautogui.keyDown('shift')", "held keys are not an action"),
+    ("pyautogui.click()", "needs x and y"),
+    ("pyautogui.click(x=__import__('os'))", "arguments must be literals"),
+    ("pyautogui.click(1, y=2, x=3)", "got 'x' twice"),
+    ("pyautogui.click(5000, 5000)", "off the 1280x720 screen"),
+    ("pyautogui.press('enter', presses=3)", "several steps"),
+    ("pyautogui.typewrite(['a', 'b'])", "one key per step"),
+    ("pyautogui.locateOnScreen('x.png')", "is not supported; supported: pyautogui.click"),
+    ("pyautogui.click(1, 2); pyautogui.click(3, 4)", "must be one call"),
+    ("pyautogui.click(1, 2)" + ".click(1, 2)" * 60, "more than 200 tokens"),
+    ("pyautogui.typewrite('" + "x" * 10_000 + "')", "characters long"),
+])
+def test_unsupported_or_unsafe_pyautogui_text_is_a_clear_error(text: str, error: str) -> None:
+    with pytest.raises(InvalidActionError, match=re.escape(error)):
+        parse_action(text, (1280, 720), ActionLimits(max_code_chars=2000, max_type_chars=2000))

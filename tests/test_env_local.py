@@ -8,6 +8,7 @@ test (test_env_episode.py, test_env_gym.py); this tier is what makes iterating o
 from __future__ import annotations
 
 import secrets
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +17,7 @@ import gymnasium
 import numpy as np
 import pytest
 
+from weavegym.core.deadline import wait_for
 from weavegym.core.errors import BackendError
 from weavegym.envs.registration import SYNC_WRAPPER
 from weavegym.envs.setup_context import SetupContext
@@ -152,3 +154,27 @@ def test_the_time_budget_counts_the_envs_time_not_the_policys_by_default(clock: 
         assert truncated and info["end_reason"] == "time_budget" and "evaluation" in info
     finally:
         env.close()
+
+
+def test_osworld_pyautogui_text_actions_do_what_they_say(env: WeaveEnv, tmp_path: Path) -> None:
+    """pyautogui.click and pyautogui.hotkey, as OSWorld agents write them, reach a real X client (xev)."""
+    env.reset(seed=6)
+    log = tmp_path / "xev.log"
+    env.step({"kind": "shell", "command": "setsid -f xev -geometry 640x480+0+0 -event structure -event mouse "
+                                          f"-event keyboard > {log} 2>&1 < /dev/null"})
+    wait_for(lambda: log.exists() and "MapNotify" in log.read_text(), 20, what="xev's window to be mapped")
+    _, _, _, _, info = env.step("pyautogui.click(x=320, y=240)")
+    assert info["action_error"] is None
+    _, _, _, _, info = env.step("pyautogui.hotkey('ctrl', 's')")
+    assert info["action_error"] is None
+    _, _, _, _, info = env.step("pyautogui.dragTo(10, 10)")
+    assert "use drag(x, y, to_x, to_y)" in info["action_error"]
+    wait_for(lambda: "keysym 0x73, s" in log.read_text(), 20, what="the s key to reach xev")
+    events = log.read_text()
+    press = events[events.index("ButtonPress"):]
+    assert "(320,240)" in press.split("\n\n", 1)[0] and "button 1" in press.split("\n\n", 1)[0], press[:300]
+    key_s = events[events.rindex("KeyPress", 0, events.index("keysym 0x73, s")):]
+    assert "state 0x4" in key_s.split("\n\n", 1)[0], key_s[:300]  # with Control held
+    subprocess.run(["pkill", "-f", "xev -geometry 640x480"], check=False)
+    _, reward, terminated, _, _ = env.step("DONE")
+    assert terminated and reward == 0.0

@@ -37,15 +37,10 @@ def parse_call(
     literal is one) is capped at ``max_tokens`` before :func:`ast.parse` sees the text. That lets a long but
     valid ``shell("...")`` through while ``click([1, 1, 1, ...])`` fails fast. ``names`` are the accepted names.
     """
-    if len(text) > max_chars:
-        raise InvalidActionError(f"action text is {len(text)} characters long; the limit is {max_chars}")
-    source = text.strip()
-    if not source:
-        raise InvalidActionError(f"action text is empty; expected one call such as {_EXAMPLE}")
+    source = check_text_size(text, max_chars, max_tokens)
     if source.isidentifier():  # a bare name like `done` means a call without arguments
         _check_name(source, names)
         return source, [], {}
-    _check_tokens(source, max_tokens)
     try:
         tree = ast.parse(source, mode="eval")
     except _PARSE_ERRORS as exc:
@@ -159,6 +154,21 @@ def _quote(text: str) -> str:
         else:
             out.append(repr(ch)[1:-1])  # e.g. \n, \x0b, \u2028: repr never quotes with " for these
     return '"' + "".join(out) + '"'
+
+
+def check_text_size(text: str, max_chars: int, max_tokens: int = 200) -> str:
+    """``text`` stripped, once it is within ``max_chars`` and (unless a bare name) ``max_tokens``.
+
+    Every text form of an action (ours, OSWorld's pyautogui calls) passes here before :mod:`ast` sees it.
+    """
+    if len(text) > max_chars:
+        raise InvalidActionError(f"action text is {len(text)} characters long; the limit is {max_chars}")
+    source = text.strip()
+    if not source:
+        raise InvalidActionError(f"action text is empty; expected one call such as {_EXAMPLE}")
+    if not source.isidentifier():
+        _check_tokens(source, max_tokens)
+    return source
 
 
 def _check_tokens(source: str, max_tokens: int) -> None:

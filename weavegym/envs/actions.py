@@ -16,7 +16,10 @@ from typing import Any
 
 import numpy as np
 
+from weavegym.core.errors import InvalidActionError
+from weavegym.envs import pyautogui_text
 from weavegym.envs.action_text import (
+    check_text_size,
     decode_arguments,
     describe,
     describe_field,
@@ -26,7 +29,7 @@ from weavegym.envs.action_text import (
     read_mapping,
     tool_call_parts,
 )
-from weavegym.core.errors import InvalidActionError
+from weavegym.envs.pyautogui_text import is_pyautogui_text
 from weavegym.envs.vocabulary import (
     CLI_KINDS,
     CONTROL_KINDS,
@@ -138,6 +141,9 @@ def parse_action(raw: object, screen: tuple[int, int], limits: ActionLimits = Ac
         kind = _kind(raw.kind, allow_index=False)
         return check.build(kind, {name: getattr(raw, name) for name in kind_fields(kind)})
     if isinstance(raw, str):
+        if is_pyautogui_text(raw):  # OSWorld's form: pyautogui.click(640, 360), WAIT, DONE, FAIL
+            kind, values = pyautogui_text.translate(check_text_size(raw, _max_text_chars(limits)))
+            return check.build(kind, values)
         name, positional, keywords = parse_call(raw, _max_text_chars(limits), KINDS)
         return check.build(name, _bind(name, positional, keywords))
     if isinstance(raw, Mapping):
