@@ -12,7 +12,7 @@ import time
 import numpy as np
 import pytest
 
-from weavegym.core.errors import AgentError, EpisodeError, WeaveGymError
+from weavegym.core.errors import AgentError, EpisodeError
 from weavegym.envs.tasks import get_task
 from weavegym.envs.weave_env import WeaveEnv
 from weavegym.machine.frames import fit_frame
@@ -286,11 +286,11 @@ def test_killed_agent_is_survived(env: WeaveEnv) -> None:
     assert info["action_error"] is None and obs["terminal"] == "back\n"
 
 
-def test_killed_vm_raises_then_reset_recovers(env: WeaveEnv) -> None:
+def test_a_killed_vm_truncates_the_episode_unscored_then_reset_recovers(env: WeaveEnv) -> None:
     _fresh(env)
     env.backend.domain.destroy()
-    with pytest.raises(WeaveGymError):
-        env.step('shell("echo into the void")')
+    _obs, reward, terminated, truncated, info = env.step('shell("echo into the void")')
+    assert truncated and not terminated and reward == 0.0 and "not running" in info["env_failure"]
     obs, info = env.reset(seed=0)  # a new QEMU loads the task snapshot from the overlay: no cold boot
     assert info["snapshot"] == "cached" and obs in env.observation_space
     obs, _r, _t, _tr, info = env.step('shell("cat ~/expenses.csv | head -1")')

@@ -11,6 +11,7 @@ import secrets
 import subprocess
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import gymnasium
@@ -18,7 +19,7 @@ import numpy as np
 import pytest
 
 from weavegym.core.deadline import wait_for
-from weavegym.core.errors import BackendError
+from weavegym.core.errors import BackendError, EpisodeError
 from weavegym.envs.registration import SYNC_WRAPPER
 from weavegym.envs.setup_context import SetupContext
 from weavegym.envs.task import Channels, OracleContext, Prepared, Task
@@ -106,17 +107,34 @@ def test_steps_run_out_and_the_checker_still_scores(env: WeaveEnv) -> None:
     assert truncated and not terminated and info["end_reason"] == "max_steps" and reward == 1.0
 
 
-def test_a_killed_agent_raises_backend_error_and_the_next_reset_recovers(env: WeaveEnv) -> None:
+def test_a_killed_agent_truncates_the_episode_unscored_and_the_next_reset_recovers(env: WeaveEnv) -> None:
     env.reset(seed=6)
+    backend = env.unwrapped.backend
+    assert isinstance(backend, LocalBackend) and backend.agent is not None
+    backend.agent.kill()
+    obs, reward, terminated, truncated, info = env.step('shell("echo alive")')
+    assert truncated and not terminated and reward == 0.0 and "evaluation" not in info
+    assert "BackendError" in info["env_failure"] and info["end_reason"] == "env_failure"
+    assert obs["screen"].shape == (480, 640, 3)  # the last good observation
+    assert env.trajectory is not None and env.trajectory.steps[-1].action_error == info["env_failure"]
+    with pytest.raises(EpisodeError):
+        env.step("done()")  # the episode is over
+    obs, info = env.reset(seed=6)
+    assert info["snapshot"] == "created" and backend.timings["recoveries"] == 1
+    obs, _, _, _, info = env.step('shell("echo alive")')
+    assert info["action_error"] is None and obs["terminal"].strip() == "alive"
+
+
+def test_with_on_env_failure_raise_a_killed_agent_raises(env: WeaveEnv) -> None:
+    env.config = replace(env.config, on_env_failure="raise")
+    env.reset(seed=7)
     backend = env.unwrapped.backend
     assert isinstance(backend, LocalBackend) and backend.agent is not None
     backend.agent.kill()
     with pytest.raises(BackendError):
         env.step('shell("echo alive")')
-    obs, info = env.reset(seed=6)
-    assert info["snapshot"] == "created" and backend.timings["recoveries"] == 1
-    obs, _, _, _, info = env.step('shell("echo alive")')
-    assert info["action_error"] is None and obs["terminal"].strip() == "alive"
+    env.reset(seed=7)
+    assert backend.timings["recoveries"] == 1
 
 
 def test_gym_make_max_episode_steps_truncates_with_a_score() -> None:

@@ -182,7 +182,10 @@ def _worker(config: RunConfig, items: mp.Queue, results: mp.Queue) -> None:
                     if env is None or env_task != item.task_id:
                         if env is not None:
                             env.close()
-                        env, env_task = gym.make(item.task_id, **config.env_options), item.task_id
+                        # A VM failure must raise here, not end the episode as an unscored truncation: the
+                        # attempt is retried on a fresh VM and its log kept.
+                        options = {"on_env_failure": "raise", **config.env_options}
+                        env, env_task = gym.make(item.task_id, **options), item.task_id
                         announced = False
 
                     def announce(unwrapped: Any, task_id: str = item.task_id) -> None:

@@ -19,6 +19,11 @@ class EnvConfig:
     # work, commands and waits included), so a slow policy (an LLM's latency) does not truncate episodes;
     # "wall", all time since reset, the policy's thinking included.
     budget_clock: str = "env"
+    # A VM or agent that fails during step() (killed, crashed, unreachable), or a checker that cannot read
+    # the VM: "truncate" (the default, for RL loops and vector envs) ends the episode as truncated with
+    # reward 0 and info["env_failure"] saying what happened, and the next reset() recovers the VM;
+    # "raise" raises the WeaveGymError instead (weavegym run and validate use it, to retry the episode).
+    on_env_failure: str = "truncate"
     task_variants: int = 1  # reset() without a seed draws the task seed from range(task_variants)
     terminal_max_chars: int = 16384  # obs["terminal"] keeps the head and tail of longer output
     shell_timeout_s: float = 30.0  # default deadline of one shell/python action
@@ -34,6 +39,8 @@ class EnvConfig:
             raise ValueError(f"screen_size {self.screen_size} is outside 640x480..3840x2160")
         if self.task_variants < 1 or self.terminal_max_chars < 256 or self.max_task_snapshots < 1:
             raise ValueError("task_variants and max_task_snapshots must be >= 1, terminal_max_chars >= 256")
+        if self.on_env_failure not in ("truncate", "raise"):
+            raise ValueError(f"on_env_failure must be 'truncate' or 'raise', not {self.on_env_failure!r}")
         if self.budget_clock not in ("env", "wall"):
             raise ValueError(f"budget_clock must be 'env' or 'wall', not {self.budget_clock!r}")
         if self.max_steps is not None and self.max_steps < 1:

@@ -28,7 +28,14 @@ import gymnasium as gym
 import numpy as np
 
 from weavegym.core.config import EnvConfig
-from weavegym.core.errors import EpisodeError, InvalidActionError, TaskError
+from weavegym.core.errors import (
+    AgentError,
+    BackendError,
+    EpisodeError,
+    EvaluationError,
+    InvalidActionError,
+    TaskError,
+)
 from weavegym.core.trajectory import FrameRecord, StepRecord, Trajectory
 from weavegym.envs import actions as actions_mod
 from weavegym.envs.coordinator import Coordinator
@@ -123,6 +130,14 @@ class WeaveEnv(gym.Env[dict[str, Any], dict[str, Any]]):
             raise EpisodeError("call reset() before step()")
         if self._ended:
             raise EpisodeError("the episode has ended (terminated or truncated); call reset() to start another")
+        try:
+            return self._step(action)
+        except (AgentError, BackendError, EvaluationError) as exc:
+            if self.config.on_env_failure == "raise":
+                raise
+            return self._env_failure(exc)
+
+    def _step(self, action: Any) -> tuple[dict[str, Any], SupportsFloat, bool, bool, dict[str, Any]]:
         t0 = time.monotonic()
         self._steps += 1
         parsed: actions_mod.Action | None = None
@@ -169,6 +184,24 @@ class WeaveEnv(gym.Env[dict[str, Any], dict[str, Any]]):
                 "max_steps" if self._steps >= step_limit else "time_budget")
             timings["evaluate_s"] = evaluation.seconds
         return self._observation(), reward, terminated, truncated, info
+
+    def _env_failure(self, exc: Exception) -> tuple[dict[str, Any], SupportsFloat, bool, bool, dict[str, Any]]:
+        """The machine failed, not the agent: end the episode as truncated, unscored, and say why.
+
+        The observation is the last good one. The next reset() brings the VM back (a new QEMU from the
+        overlay, or a restarted agent), so a vector env keeps stepping.
+        """
+        self._ended = True
+        failure = f"{type(exc).__name__}: {exc}"
+        steps = [] if self.trajectory is None else self.trajectory.steps
+        if self.trajectory is not None and self._frame is not None and steps and steps[-1].index != self._steps:
+            # Failed before the step was recorded (during the action or the frame): record it as failed.
+            self.trajectory.record(StepRecord(index=self._steps, channel="invalid",
+                                              frame=FrameRecord.of(self._steps, self._frame), action_error=failure,
+                                              terminal=self._terminal, exit_code=self._exit_code))
+        info = self._base_info()
+        info.update(env_failure=failure, end_reason="env_failure", step=self._steps)
+        return self._observation(), 0.0, False, True, info
 
     def render(self) -> np.ndarray | None:
         if self.render_mode == "rgb_array":

@@ -41,7 +41,7 @@ def _timed(fn: Callable[[], object], n: int) -> list[float]:
 
 def run_env_bench(config: EnvBenchConfig, progress: Callable[[str], None] | None = None) -> dict[str, object]:
     say = progress or (lambda _msg: None)
-    env = WeaveEnv(config.task_id, max_steps=10_000, time_budget_s=86_400)
+    env = WeaveEnv(config.task_id, max_steps=10_000, time_budget_s=86_400, on_env_failure="raise")
     try:
         say("cold boot + task setup")
         start = time.monotonic()

@@ -133,7 +133,8 @@ def validate_task(task: Task, *, seed: int = 0, runs: tuple[str, ...] = RUNS,
     env: WeaveEnv | None = None
     forged: dict[str, tuple[str, bytes]] = {}
     try:
-        env = (env_factory or WeaveEnv)(task)
+        # A VM failure raises (and is reported as this task's error) rather than truncating unscored.
+        env = env_factory(task) if env_factory is not None else WeaveEnv(task, on_env_failure="raise")
         for run in runs:
             result = run_policy(env, run, _plans(task, env, forged)[run], seed)
             report.results[run] = result
