@@ -8,11 +8,15 @@ the agent serving.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import select
+import socket
 import subprocess
+import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -27,12 +31,14 @@ from weavegym.agent.v1 import agent_pb2_grpc as pb_grpc
 from weavegym.core.deadline import wait_for
 from weavegym.core.errors import (
     AgentAuthError,
+    AgentError,
     AgentRequestError,
     AgentUnavailableError,
     GuestPathNotFoundError,
 )
 from weavegym.machine.guest_client import GuestClient
 from weavegym.testing.local_agent import LocalAgent, LocalAgentConfig
+from weavegym.testing.xvfb import XvfbDisplay
 
 COLOUR = (0x33, 0x99, 0xCC)
 
@@ -307,6 +313,40 @@ def test_file_errors_are_clear_and_leave_nothing_behind(client: GuestClient, age
     assert list(tmp_path.iterdir()) == []
 
 
+def test_an_upload_into_a_folder_its_owner_races_never_chowns_what_a_swapped_name_points_to(
+        client: GuestClient, tmp_path: Path) -> None:
+    """The folder's owner swaps the upload's temporary file for a symlink to a root file while data flows."""
+    folder, victim = tmp_path / "theirs", tmp_path / "root-only.conf"
+    folder.mkdir()
+    victim.write_text("root's\n")
+    victim.chmod(0o600)
+    stop = threading.Event()
+    swapped = []
+
+    def swap() -> None:
+        while not stop.is_set():
+            for name in os.listdir(folder):
+                if name.startswith(".weavegym-upload-") and not (folder / name).is_symlink():
+                    with contextlib.suppress(OSError):
+                        (folder / name).unlink()
+                        (folder / name).symlink_to(victim)
+                        swapped.append(name)
+
+    racer = threading.Thread(target=swap, daemon=True)
+    racer.start()
+    try:
+        for i in range(5):
+            with contextlib.suppress(AgentError):  # the swap may make the upload itself fail: that is fine
+                client.upload(os.urandom(16 << 20), str(folder / f"big-{i}.bin"), owner="nobody", mode=0o666)
+    finally:
+        stop.set()
+        racer.join()
+    assert swapped, "the race never hit: the test proved nothing"
+    st = victim.stat()
+    assert (st.st_uid, st.st_mode & 0o777) == (0, 0o600), (st.st_uid, oct(st.st_mode))
+    assert victim.read_text() == "root's\n"
+
+
 # ----------------------------------------------------------------------------------- auth, concurrency
 
 
@@ -327,6 +367,80 @@ def test_wrong_or_missing_token_is_refused(agent: LocalAgent, tmp_path: Path) ->
     assert info.value.code() == grpc.StatusCode.UNAUTHENTICATED
     channel.close()
     assert not marker.exists()
+
+
+def test_with_tls_the_agent_proves_itself_before_the_token_is_sent(xvfb: XvfbDisplay) -> None:
+    """The host pins the VM's certificate: an impostor on the agent's port never sees the token."""
+    with LocalAgent(LocalAgentConfig(display=xvfb.display, tls=True)) as agent:
+        with agent.client() as good:
+            assert good.exec("echo over-tls", timeout=20).stdout.strip() == "over-tls"
+        with GuestClient(agent.target, agent.token) as plain, pytest.raises(AgentUnavailableError):
+            plain.exec("true", timeout=5)  # the agent speaks TLS only
+        assert agent.identity is not None
+        # An impostor listening where the agent was (as a process could after QEMU died): it records all it gets.
+        with socket.socket() as impostor:
+            impostor.bind(("127.0.0.1", 0))
+            impostor.listen()
+            received = bytearray()
+
+            def record() -> None:
+                impostor.settimeout(10)
+                with contextlib.suppress(OSError):
+                    while True:
+                        conn, _ = impostor.accept()
+                        with conn:
+                            conn.settimeout(2)
+                            with contextlib.suppress(OSError):
+                                while chunk := conn.recv(65536):
+                                    received.extend(chunk)
+                                    conn.sendall(b"HTTP/1.1 200 OK\r\n\r\n")  # anything but a TLS reply
+
+            recorder = threading.Thread(target=record, daemon=True)
+            recorder.start()
+            target = f"127.0.0.1:{impostor.getsockname()[1]}"
+            with (GuestClient(target, agent.token, tls_cert=agent.identity.cert_pem) as fooled,
+                  pytest.raises(AgentUnavailableError)):
+                fooled.exec("echo secret-command", timeout=5)
+            impostor.close()
+            recorder.join(15)
+        assert received, "the client never reached the impostor"
+        assert agent.token.encode() not in received and b"secret-command" not in received
+    # And a TLS impostor with a key of its own fails the handshake: the pinned certificate is not its.
+    with (LocalAgent(LocalAgentConfig(display=xvfb.display, tls=True)) as other,
+          GuestClient(other.target, "x" * 48, tls_cert=agent.identity.cert_pem) as pinned,
+          pytest.raises(AgentUnavailableError)):
+        pinned.exec("true", timeout=5)
+
+
+def test_stalled_unauthenticated_streams_are_refused_before_their_bodies(agent: LocalAgent) -> None:
+    """40 calls with a wrong token whose request bodies never come must not hold the agent's workers.
+
+    A guest user can connect to the agent's port; if a refused call first waited for its request, 40 of
+    them would take every worker and the host's own calls would starve.
+    """
+    release = threading.Event()
+
+    def stalled_body() -> Iterator[bytes]:
+        release.wait(60)
+        yield pb.InputRequest().SerializeToString()
+
+    channel = grpc.insecure_channel(agent.target)
+    input_as_stream = channel.stream_unary("/weavegym.agent.v1.GuestAgent/Input",
+                                          request_serializer=None, response_deserializer=None)
+    try:
+        calls = [input_as_stream.future(stalled_body(), timeout=30,
+                                       metadata=(("authorization", "Bearer wrong-token-0123456789"),))
+                 for _ in range(40)]
+        start = time.monotonic()
+        codes = {call.exception(timeout=20).code() for call in calls}  # type: ignore[union-attr]
+        refused_s = time.monotonic() - start
+        with GuestClient(agent.target, agent.token) as good:
+            assert good.exec("echo still-served", timeout=10).stdout.strip() == "still-served"
+    finally:
+        release.set()
+        channel.close()
+    assert codes == {grpc.StatusCode.UNAUTHENTICATED}, codes
+    assert refused_s < 15, refused_s  # answered without their bodies (they would have waited 60 s)
 
 
 def test_eight_concurrent_calls_all_succeed(client: GuestClient) -> None:

@@ -15,8 +15,8 @@ from weavegym.machine.backends.libvirt_vm import LibvirtConfig, LibvirtVM
 def _spec(**overrides: object) -> DomainSpec:
     base = dict(name="weavegym-1-abc", domain_type="qemu", memory_mib=2048, vcpus=2, kernel="/k", initrd="/i",
                 disk="/d.qcow2", console_log="/c.log", vnc_port=5911, vnc_password="pw123456",
-                agent_host_port=17611, agent_guest_port=7600, token="t" * 48, screen=(1280, 720), owner_pid=42,
-                run_as_root=True)
+                agent_host_port=17611, agent_guest_port=760, token_file="/run/x/agent-token", screen=(1280, 720),
+                owner_pid=42, run_as_root=True)
     base.update(overrides)
     return DomainSpec(**base)  # type: ignore[arg-type]
 
@@ -25,12 +25,15 @@ def test_tcp_domain_forwards_only_the_agent_port_on_loopback() -> None:
     root = ET.fromstring(domain_xml(_spec()))
     args = [a.get("value") for a in root.iter("{http://libvirt.org/schemas/domain/qemu/1.0}arg")]
     netdev = args[args.index("-netdev") + 1]
-    assert netdev == "user,id=wgnet,restrict=on,hostfwd=tcp:127.0.0.1:17611-:7600"
+    assert netdev == "user,id=wgnet,restrict=on,hostfwd=tcp:127.0.0.1:17611-:760"
     graphics = root.find("devices/graphics")
     assert graphics is not None and graphics.get("port") == "5911" and graphics.get("autoport") == "no"
     assert graphics.find("listen").get("address") == "127.0.0.1"
-    oem = [e.text for e in root.iter("entry")]
-    assert oem == ["weavegym-token=" + "t" * 48, "weavegym-screen=1280x720"]
+    oem = [e.text for e in root.iter("entry") if e.text]
+    assert oem == ["weavegym", "weavegym-screen=1280x720"]  # not first: the guest reads the raw structure
+    # The token goes as a fw_cfg file: QEMU's command line names the file, never the token.
+    fw_cfg = [(e.get("name"), e.get("file")) for e in root.iterfind("sysinfo[@type='fwcfg']/entry")]
+    assert fw_cfg == [("opt/weavegym/token", "/run/x/agent-token")]
     assert root.find("devices/vsock") is None
     # An overloaded TCG host must not panic the guest in the kernel's early timer check.
     assert "no_timer_check" in root.find("os/cmdline").text.split()

@@ -611,3 +611,11 @@ def test_stale_ewmh_properties_are_tolerated(
     assert activate_window(conn, live.id).focused
     err = capfd.readouterr().err
     assert not any(m in err for m in X_ERROR_MARKERS), err
+
+
+def test_the_clients_window_record_has_exactly_the_protocols_fields() -> None:
+    """guest_client.WindowInfo is filled field by field from the message: neither may gain one alone."""
+    from weavegym.agent.v1 import agent_pb2 as pb
+    from weavegym.machine.guest_client import WINDOW_FIELDS
+
+    assert tuple(field.name for field in pb.WindowInfo.DESCRIPTOR.fields) == WINDOW_FIELDS

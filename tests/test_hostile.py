@@ -3,7 +3,8 @@
 Each test plays one hostile episode through the public API and asserts what must happen instead of a
 score the agent did not earn: a checker that cannot be made to read root-only bytes, hang, or flood the
 host; a guest that survives a fork bomb; an environment failure during scoring that says so instead of
-scoring 0. (VMs that die with their owner, a suspended VM, a server grab and the wait/xrandr cases are in
+scoring 0; a task server the shell can aim at root-only files (the Web tasks' portal) that cannot read
+them. (VMs that die with their owner, a suspended VM, a server grab and the wait/xrandr cases are in
 test_libvirt_vm.py, test_agent_grpc.py and test_env_episode.py.)
 """
 
@@ -13,14 +14,16 @@ import os
 import signal
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from weavegym.core.errors import EvaluationError
-from weavegym.core.guest_layout import HOME
+from weavegym.core.guest_layout import HOME, WORKSPACE_USER
 from weavegym.envs.setup_context import SetupContext
 from weavegym.envs.task import Channels, OracleContext, Prepared, Task
+from weavegym.envs.tasks.web._portal import PORTAL_USER, RECORDS, RECORDS_DIR, start_server
 from weavegym.envs.weave_env import WeaveEnv
 from weavegym.evaluators import Clause, Probe, Verdict
 
@@ -28,8 +31,10 @@ pytestmark = [pytest.mark.vm, pytest.mark.timeout(900)]
 
 ANSWER = f"{HOME}/answer.txt"
 DB = f"{HOME}/stock.db"
-TOKEN_SOURCE = "/sys/firmware/dmi/entries/11-0/raw"  # the agent token's SMBIOS entry, root-only
+TOKEN_SOURCE = "/sys/firmware/qemu_fw_cfg/by_name/opt/weavegym/token/raw"  # the agent token, root-only
 KILL_QEMU_DURING_EVALUATION: dict = {"armed": False, "vm": ""}  # set by the last test
+PORTAL_PORT = 8765
+SITE = f"{HOME}/site"
 
 
 def _setup(ctx: SetupContext) -> Prepared:
@@ -37,6 +42,9 @@ def _setup(ctx: SetupContext) -> Prepared:
              "c.execute('CREATE TABLE stock (sku TEXT, qty INTEGER)'); "
              "c.execute(\"INSERT INTO stock VALUES ('A-1', 5)\"); c.commit()"])
     ctx.run(["install", "-o", "workspace", "-g", "weave", "-m", "0664", "/tmp/stock.db", DB])
+    # The Web tasks' portal, serving a folder the shell owns (as theirs do).
+    ctx.write_file(f"{SITE}/real/note.txt", "a page\n", owner=WORKSPACE_USER, mode=0o644)
+    start_server(ctx, PORTAL_PORT, "/var/log/portal.log", f"--site {SITE} --records {RECORDS} --form probe")
     return Prepared(params={}, truth={"answer": "forty-two", "qty": 7})
 
 
@@ -139,7 +147,61 @@ def test_qemu_killed_during_evaluation_is_an_environment_error_not_a_zero(env: W
     env.reset(seed=0)
     env.step({"kind": "shell", "command": f"echo forty-two > {ANSWER}"})
     KILL_QEMU_DURING_EVALUATION.update(armed=True, vm=env.backend.name)
-    with pytest.raises(EvaluationError, match="stock"):
-        env.step("done()")
+    _, reward, terminated, truncated, info = env.step("done()")  # an RL loop's env: unscored, not a 0
+    assert truncated and not terminated and reward == 0.0 and "evaluation" not in info
+    assert info["env_failure"].startswith("EvaluationError") and "stock" in info["env_failure"]
+    env.reset(seed=0)
+    env.step({"kind": "shell", "command": f"echo forty-two > {ANSWER}"})
+    KILL_QEMU_DURING_EVALUATION.update(armed=True, vm=env.backend.name)
+    truncating, env.config = env.config, replace(env.config, on_env_failure="raise")  # as run and validate have it
+    try:
+        with pytest.raises(EvaluationError, match="stock"):
+            env.step("done()")
+    finally:
+        env.config = truncating
     obs, _ = env.reset(seed=0)  # the next reset recovers the VM
     assert obs["screen"].shape == (720, 1280, 3)
+
+
+# Flips ~/site/real between the real folder (with a decoy "shadow" in it) and a symlink to /etc while fetching
+# /real/shadow 2000 times: a server that checks a resolved path and then opens it again serves /etc/shadow in
+# that window (as root, it could read it). Prints the statuses seen and how many bodies looked like shadow's.
+FLIPPER = ('import os\nwhile True:\n    os.rename("real", "stash"); os.symlink("/etc", "real"); '
+           'os.unlink("real"); os.rename("stash", "real")\n')
+PORTAL_RACE = f"""cd {SITE} && printf 'decoy\\n' > real/shadow && python3 - <<'PY'
+import collections, subprocess, sys, urllib.error, urllib.request
+flip = subprocess.Popen([sys.executable, "-c", {FLIPPER!r}])
+seen, leaked = collections.Counter(), 0
+for _ in range(2000):
+    try:
+        body = urllib.request.urlopen("http://127.0.0.1:{PORTAL_PORT}/real/shadow", timeout=5).read()
+        seen[200] += 1
+        leaked += body.startswith(b"root:")
+    except urllib.error.HTTPError as err:
+        seen[err.code] += 1
+    except OSError:
+        seen["dropped"] += 1
+flip.kill()
+flip.wait()
+print("statuses", dict(seen), "leaked", leaked)
+PY"""
+
+
+def test_the_portal_runs_unprivileged_and_serves_nothing_outside_its_site(env: WeaveEnv) -> None:
+    env.reset(seed=0)
+
+    def shell(command: str) -> str:
+        obs, _, _, _, _ = env.step({"kind": "shell", "command": command, "timeout": 180})
+        return str(obs["terminal"])
+
+    owner = shell(f"ps -eo user:20,args | grep '[p]ortal_server.py --port {PORTAL_PORT}'")
+    assert owner.split()[0] == PORTAL_USER, owner
+    race = shell(PORTAL_RACE)
+    assert "leaked 0" in race and "200" in race and "404" in race and "dropped" not in race, race  # both sides hit
+    assert "Permission denied" in shell(f"ls {RECORDS_DIR} 2>&1; cat {RECORDS} 2>&1")
+    posted = shell("python3 -c \"import urllib.request as u; print(u.urlopen(u.Request("
+                   f"'http://127.0.0.1:{PORTAL_PORT}/api/probe', data=b'{{}}', headers={{'Content-Type': "
+                   f"'application/json', 'Origin': 'http://127.0.0.1:{PORTAL_PORT}'}})).status)\"")
+    assert posted.strip().endswith("201"), posted
+    records = Probe(env.backend.client).read_text(RECORDS)  # the checker's view (root)
+    assert records is not None and f'"client": "{WORKSPACE_USER}"' in records, records

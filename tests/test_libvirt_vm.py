@@ -5,6 +5,7 @@ Needs the `base` image in the cache: `make test` builds it (or reuses it) before
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -19,7 +20,7 @@ import pytest
 from PIL import Image
 
 from weavegym.core.deadline import wait_for
-from weavegym.core.errors import HostSetupError
+from weavegym.core.errors import AgentError, HostSetupError
 from weavegym.envs.setup_context import LAUNCH_MARKER, SetupContext
 from weavegym.machine.backends.libvirt_vm import LibvirtConfig, LibvirtVM, connect
 from weavegym.ops.gc import collect
@@ -61,9 +62,20 @@ def test_vm_desktop_and_agent(vm: LibvirtVM) -> None:
     # The guest network is offline: user-mode networking with restrict=on.
     offline = vm.client.exec("timeout 5 bash -c 'exec 3<>/dev/tcp/10.0.2.2/80' 2>&1; echo rc=$?", timeout=15)
     assert "rc=0" not in offline.stdout
-    # The token is readable by root only.
-    token = vm.client.exec("cat /sys/firmware/dmi/entries/11-0/raw", user="user")
+    # The token reached the guest (root reads it) and is readable by root only; no host command line has it.
+    fw_cfg = "/sys/firmware/qemu_fw_cfg/by_name/opt/weavegym/token/raw"
+    assert vm.client.exec(f"cat {fw_cfg}").stdout.strip() == vm.token
+    token = vm.client.exec(f"cat {fw_cfg}", user="user")
     assert token.exit_code != 0 and vm.token not in token.stdout
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        with contextlib.suppress(OSError):
+            assert vm.token.encode() not in cmdline.read_bytes(), cmdline
+    # The agent listens on 760, below 1024, where no guest account can bind (so none can take its port
+    # while it restarts); shown on the free port next to it.
+    assert vm._spec is not None and vm._spec.agent_guest_port == 760
+    bind = vm.client.exec("python3 -c 'import socket; socket.socket().bind((\"0.0.0.0\", 761))' 2>&1",
+                          user="user")
+    assert bind.exit_code != 0 and "ermission denied" in bind.stdout, bind.stdout
 
 
 def test_setup_context_creates_user_owned_parents_and_launches_as_the_user(vm: LibvirtVM) -> None:
@@ -151,6 +163,29 @@ def test_a_vm_paused_from_outside_is_resumed(vm: LibvirtVM) -> None:
     assert vm.is_running()
     assert vm.domain.state()[0] == libvirt.VIR_DOMAIN_RUNNING and vm.timings["resumed"] >= 1
     assert vm.client.exec("echo awake", timeout=30).stdout.strip() == "awake"
+
+
+def test_the_shell_runs_in_its_own_capped_cgroup_and_apps_outlive_an_agent_restart(vm: LibvirtVM) -> None:
+    assert vm.client is not None
+    where = vm.client.exec("cat /proc/self/cgroup; id -un", user="workspace", timeout=30).stdout.split()
+    assert where == ["0::/system.slice/weavegym-episode.service", "workspace"], where
+    tasks_max = vm.client.exec("cat /sys/fs/cgroup/system.slice/weavegym-episode.service/pids.max").stdout
+    assert tasks_max.strip() == "256"
+    assert vm.client.exec("cat /proc/self/cgroup", user="user").stdout.strip().endswith("weavegym-agent.service")
+    # An app a command started (as setup's launch_gui does) keeps running when the agent dies and restarts.
+    vm.client.exec("setsid -f sleep 4242 >/dev/null 2>&1 </dev/null", user="user", timeout=30)
+    agent_pid = vm.client.exec("systemctl show -p MainPID --value weavegym-agent").stdout.strip()
+    vm.client.exec(f"setsid -f sh -c 'sleep 1; kill -9 {agent_pid}' >/dev/null 2>&1 </dev/null", timeout=30)
+
+    def restarted() -> bool:
+        try:
+            now = vm.client.exec("systemctl show -p MainPID --value weavegym-agent", timeout=10).stdout.strip()
+        except AgentError:  # down between the kill and the restart
+            return False
+        return now not in ("", "0", agent_pid)
+
+    wait_for(restarted, 90, what="the agent to be restarted")
+    assert vm.client.exec("pgrep -x -u user sleep -a", timeout=30).stdout.split()[1:] == ["sleep", "4242"]
 
 
 def test_a_libvirtd_restart_mid_episode_is_survived(vm: LibvirtVM) -> None:

@@ -190,8 +190,8 @@ DEFAULT_FORBIDDEN: tuple[ForbiddenPattern, ...] = (
                      "injects a library into other programs"),
     ForbiddenPattern("weavegym internals", r"/(?:var/lib|etc|opt|run)/weavegym\b|/etc/weavegym-session"
                      r"|\bweavegym\.guest_agent\b", "high", "reads or touches the harness inside the guest"),
-    ForbiddenPattern("SMBIOS agent token", r"/sys/firmware/dmi\b|\bdmidecode\b", "high",
-                     "reads the SMBIOS tables that carry the agent's token"),
+    ForbiddenPattern("firmware agent token", r"/sys/firmware/(?:dmi|qemu_fw_cfg)\b|\bdmidecode\b", "high",
+                     "reads the firmware tables (fw_cfg, SMBIOS) that carry the agent's token and VM settings"),
     ForbiddenPattern("other process internals", r"/proc/(?:[0-9]+|\$\{?\w+\}?|\*|\[0-9\]\*?)/"
                      r"(?:cmdline|environ|fd|mem|maps)\b", "high",
                      "reads another process's memory, environment or open files"),

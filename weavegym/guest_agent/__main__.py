@@ -14,9 +14,11 @@ import logging
 import signal
 import sys
 import threading
+from pathlib import Path
 
 from weavegym.guest_agent import AGENT_VERSION
-from weavegym.guest_agent.auth import read_smbios_token, read_token_file
+from weavegym.guest_agent.auth import read_fwcfg_identity, read_fwcfg_token, read_identity_file, read_token_file
+from weavegym.guest_agent.cgroups import EPISODE_UNIT_CGROUP, episode_cgroup
 from weavegym.guest_agent.display import LOCK_TIMEOUT_S
 from weavegym.guest_agent.relay import Relay, tcp_connector, vsock_listener
 from weavegym.guest_agent.server import AgentConfig, build_server
@@ -28,8 +30,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--listen", default="127.0.0.1:7600", help="host:port to bind (port 0 picks a free one)")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--token-file", help="file holding the per-VM token")
-    src.add_argument("--token-smbios", action="store_true",
-                     help="read the token from the SMBIOS OEM strings (weavegym-token=…)")
+    src.add_argument("--token-fwcfg", action="store_true",
+                     help="read the token from the QEMU fw_cfg entry opt/weavegym/token (waits for it)")
+    tls = p.add_mutually_exclusive_group()
+    tls.add_argument("--tls-file", metavar="F", help="serve TLS with the PEM key and certificate in F")
+    tls.add_argument("--tls-fwcfg", action="store_true",
+                     help="serve TLS with the key and certificate of the QEMU fw_cfg entry opt/weavegym/identity")
     p.add_argument("--python", default="/usr/bin/python3", help="interpreter for RunPython")
     p.add_argument("--vsock-port", type=int, default=0,
                    help="also accept connections on this AF_VSOCK port (relayed to the TCP listener)")
@@ -38,6 +44,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--no-shm", action="store_true", help="capture with XGetImage even if MIT-SHM exists")
     p.add_argument("--process-limit", type=int, default=0, metavar="N",
                    help="at most N processes at once for each --no-display-for account (a fork bomb stops there)")
+    p.add_argument("--episode-cgroup", nargs="?", const=str(EPISODE_UNIT_CGROUP), default="", metavar="DIR",
+                   help="run the --no-display-for accounts' commands in this cgroup (default: the one of "
+                        "weavegym-episode.service), which caps them; without it --process-limit is RLIMIT_NPROC")
     p.add_argument("--x-lock-timeout", type=float, default=LOCK_TIMEOUT_S, metavar="SECONDS",
                    help="how long a call waits for the X connection while another call holds it")
     p.add_argument("--log-level", default="INFO")
@@ -49,13 +58,16 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=args.log_level, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        token = read_smbios_token() if args.token_smbios else read_token_file(args.token_file)
+        token = read_fwcfg_token() if args.token_fwcfg else read_token_file(args.token_file)
+        tls = (read_fwcfg_identity() if args.tls_fwcfg
+               else read_identity_file(args.tls_file) if args.tls_file else None)
     except (OSError, ValueError) as exc:
-        print(f"weavegym-agent: cannot read the token: {exc}", file=sys.stderr)
+        print(f"weavegym-agent: cannot read the token or the TLS identity: {exc}", file=sys.stderr)
         return 2
+    procs = episode_cgroup(Path(args.episode_cgroup)) if args.episode_cgroup else None
     config = AgentConfig(display=args.display, listen=args.listen, token=token, python=args.python,
                          use_shm=not args.no_shm, x_lock_timeout_s=args.x_lock_timeout,
-                         process_limit=args.process_limit,
+                         process_limit=args.process_limit, episode_cgroup=procs or "", tls=tls,
                          no_display_users=frozenset(u for u in args.no_display_for.split(",") if u))
     server, servicer, port = build_server(config)
     relay = None

@@ -1,22 +1,54 @@
 """Per-VM token authentication for every RPC, and where the token comes from.
 
-The token reaches a VM from outside the guest (SMBIOS OEM strings, readable
-by root only), so a process of the desktop user cannot learn it and drive the
-agent's privileged paths.
+The token reaches a VM from outside the guest (a QEMU fw_cfg entry, readable by
+root only in the guest and passed to QEMU as a file, so it is on no command line),
+so a process of either guest account cannot learn it and drive the agent's
+privileged paths.
 """
 
 from __future__ import annotations
 
 import hmac
 import os
+import re
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import grpc
 
-SMBIOS_OEM_STRINGS = "/sys/firmware/dmi/entries/11-0/raw"
-SMBIOS_TOKEN_PREFIX = "weavegym-token="
+FW_CFG_TOKEN = "/sys/firmware/qemu_fw_cfg/by_name/opt/weavegym/token/raw"
+FW_CFG_IDENTITY = "/sys/firmware/qemu_fw_cfg/by_name/opt/weavegym/identity/raw"
 MIN_TOKEN_LENGTH = 16
+# The name in every agent certificate. The host trusts exactly one certificate per VM (the one it made),
+# so the name only has to match; what proves the agent is the private key.
+TLS_SERVER_NAME = "weavegym-agent"
+_PEM = re.compile(rb"-----BEGIN ([A-Z ]+)-----\r?\n.+?-----END \1-----\r?\n?", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class TlsIdentity:
+    """The agent's TLS key and certificate (PEM). The host made both and pins the certificate.
+
+    So the agent proves who it is before the host sends anything: a process that took over the forwarded
+    port (on the host, after QEMU died) cannot finish the handshake and never sees the token.
+    """
+
+    key_pem: bytes
+    cert_pem: bytes
+
+    def bundle(self) -> bytes:
+        return self.key_pem + self.cert_pem
+
+    @classmethod
+    def from_bundle(cls, data: bytes, source: str = "the identity") -> TlsIdentity:
+        blocks = {match.group(1).decode(): match.group(0) for match in _PEM.finditer(data)}
+        key = next((block for name, block in blocks.items() if name.endswith("PRIVATE KEY")), None)
+        cert = blocks.get("CERTIFICATE")
+        if key is None or cert is None:
+            raise ValueError(f"{source} holds no PEM private key and certificate")
+        return cls(key, cert)
 
 
 def read_token_file(path: str) -> str:
@@ -25,18 +57,30 @@ def read_token_file(path: str) -> str:
     return _validated(token, path)
 
 
-def read_smbios_token(path: str = SMBIOS_OEM_STRINGS) -> str:
-    """Find ``weavegym-token=…`` among the SMBIOS type-11 OEM strings."""
+def read_fwcfg_token(path: str = FW_CFG_TOKEN, wait_s: float = 30.0) -> str:
+    """The token the host passed as a QEMU fw_cfg file (root-only in sysfs)."""
+    return read_token_file(_await_fwcfg(path, wait_s))
+
+
+def read_identity_file(path: str) -> TlsIdentity:
     with open(path, "rb") as fh:
-        raw = fh.read()
-    if len(raw) < 5 or raw[0] != 11:
-        raise ValueError(f"{path} is not an SMBIOS type 11 (OEM strings) structure")
-    header_len = raw[1]
-    for entry in raw[header_len:].split(b"\x00"):
-        text = entry.decode("utf-8", errors="replace")
-        if text.startswith(SMBIOS_TOKEN_PREFIX):
-            return _validated(text[len(SMBIOS_TOKEN_PREFIX) :], path)
-    raise ValueError(f"no {SMBIOS_TOKEN_PREFIX!r} OEM string in {path}")
+        return TlsIdentity.from_bundle(fh.read(), path)
+
+
+def read_fwcfg_identity(path: str = FW_CFG_IDENTITY, wait_s: float = 30.0) -> TlsIdentity:
+    """The TLS key and certificate the host passed as a QEMU fw_cfg file (root-only in sysfs)."""
+    return read_identity_file(_await_fwcfg(path, wait_s))
+
+
+def _await_fwcfg(path: str, wait_s: float) -> str:
+    """``path`` once it exists: the entry appears when the qemu_fw_cfg module is loaded, which udev may still
+    be doing when the agent starts."""
+    deadline = time.monotonic() + wait_s
+    while not os.path.exists(path):
+        if time.monotonic() > deadline:
+            raise OSError(f"{path} did not appear within {wait_s:.0f} s (no fw_cfg entry, or qemu_fw_cfg not loaded)")
+        time.sleep(0.1)  # polling sysfs for the entry, bounded by the deadline above
+    return path
 
 
 def _validated(token: str, source: str) -> str:
@@ -65,15 +109,17 @@ class TokenInterceptor(grpc.ServerInterceptor):
 
 
 def _deny_like(handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
-    """A handler of the same streaming shape as ``handler`` that only aborts."""
+    """A handler that aborts at once, without waiting for the request.
 
-    def deny(_request: Any, context: grpc.ServicerContext) -> Any:
+    It is request-streaming whatever the method's shape (on the wire one request message is a stream of
+    one): grpc hands a unary handler its request only once the whole body has arrived, so a refusal shaped
+    like a unary method would hold a worker for as long as a caller without the token cared to stall. A
+    streaming one gets an iterator it never reads. The response side keeps the method's shape.
+    """
+
+    def deny(_requests: Any, context: grpc.ServicerContext) -> Any:
         context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong agent token")
 
-    if handler.request_streaming and handler.response_streaming:
-        return grpc.stream_stream_rpc_method_handler(deny)
-    if handler.request_streaming:
-        return grpc.stream_unary_rpc_method_handler(deny)
     if handler.response_streaming:
-        return grpc.unary_stream_rpc_method_handler(deny)
-    return grpc.unary_unary_rpc_method_handler(deny)
+        return grpc.stream_stream_rpc_method_handler(deny)
+    return grpc.stream_unary_rpc_method_handler(deny)

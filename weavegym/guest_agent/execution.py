@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import pwd
 import selectors
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -85,6 +86,9 @@ class ExecDefaults:
     # kernel (RLIMIT_NPROC): a fork bomb from the episode's shell stops there instead of taking the guest,
     # and the checker (root) still runs. 0: no limit.
     process_limit: int = 0
+    # The cgroup.procs those accounts' commands join (cgroups.py), whose unit caps them instead (and
+    # outside the agent's own group); "" (no such unit): the cap above is RLIMIT_NPROC.
+    episode_cgroup: str = ""
     python: str = "/usr/bin/python3"
     shell: str = "/bin/bash"
     extra_env: dict[str, str] = field(default_factory=dict)
@@ -154,9 +158,20 @@ def build_spec(
         _check_text(key, "environment variable name")
         _check_text(value, f"environment variable {key}")
         full_env[key] = value
-    if defaults.process_limit and account is not None and name in defaults.no_display_users:
+    capped = account is not None and name in defaults.no_display_users
+    if capped and defaults.episode_cgroup:
+        # Still root, the child joins the episode's group (writing 0 moves the writer itself, before the
+        # command can fork), then drops to the account and execs the command. No preexec_fn: it is unsafe
+        # in the agent's threaded server.
+        if shutil.which(argv[0], path=full_env["PATH"]) is None:  # as Popen would have said, before the wrapper
+            raise NotFound(f"command not found: {argv[0]!r}")
+        assert account is not None
+        argv = ["/bin/sh", "-c", 'echo 0 > "$0" && exec "$@"', defaults.episode_cgroup, "/usr/bin/setpriv",
+                f"--reuid={account.pw_uid}", f"--regid={account.pw_gid}", "--init-groups", "--", *argv]
+        account = None  # the wrapper switches; Popen must not
+    elif capped and defaults.process_limit:
         # prlimit runs as the account (after the switch), so it may lower its own limit, then execs the
-        # command; no preexec_fn, which is unsafe in the agent's threaded server.
+        # command.
         argv = ["prlimit", f"--nproc={defaults.process_limit}", "--", *argv]
     return ExecSpec(
         argv=argv,

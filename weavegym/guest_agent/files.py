@@ -126,8 +126,12 @@ def upload(path: str, chunks: Iterable[bytes], mode: int = 0, owner: str = "",
         if not make_parents:
             raise NotFound(f"directory {directory!r} does not exist (set make_parents)")
         os.makedirs(directory, exist_ok=True)
-        if uid >= 0:
-            os.chown(directory, uid, gid)
+        if uid >= 0:  # on a descriptor of the folder itself, never through a path someone could swap
+            dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            try:
+                os.fchown(dir_fd, uid, gid)
+            finally:
+                os.close(dir_fd)
     digest = hashlib.sha256()
     size = 0
     fd, tmp = tempfile.mkstemp(prefix=".weavegym-upload-", dir=directory)
@@ -137,11 +141,13 @@ def upload(path: str, chunks: Iterable[bytes], mode: int = 0, owner: str = "",
                 fh.write(chunk)
                 digest.update(chunk)
                 size += len(chunk)
-        if expected_size and size != expected_size:
-            raise InvalidArgument(f"upload ended after {size} bytes, expected {expected_size}")
-        os.chmod(tmp, mode if mode else 0o644)
-        if uid >= 0:
-            os.chown(tmp, uid, gid)
+            if expected_size and size != expected_size:
+                raise InvalidArgument(f"upload ended after {size} bytes, expected {expected_size}")
+            # On the open file, not its name: the folder may be another account's, which could swap the
+            # temporary name for a symlink to /etc/shadow while the data is written (root's chown follows it).
+            os.fchmod(fh.fileno(), mode if mode else 0o644)
+            if uid >= 0:
+                os.fchown(fh.fileno(), uid, gid)
         os.replace(tmp, path)
     except BaseException:
         try:

@@ -24,7 +24,7 @@ import grpc
 from weavegym.agent.v1 import agent_pb2 as pb
 from weavegym.agent.v1 import agent_pb2_grpc as pb_grpc
 from weavegym.guest_agent import AGENT_VERSION, PROTOCOL, execution, files
-from weavegym.guest_agent.auth import TokenInterceptor
+from weavegym.guest_agent.auth import TlsIdentity, TokenInterceptor
 from weavegym.guest_agent.capture import ScreenCapturer
 from weavegym.guest_agent.clipboard import Clipboard
 from weavegym.guest_agent.display import LOCK_TIMEOUT_S, DisplayConnection
@@ -53,7 +53,9 @@ class AgentConfig:
     use_shm: bool = True
     no_display_users: frozenset[str] = frozenset()  # accounts whose commands get no DISPLAY
     x_lock_timeout_s: float = LOCK_TIMEOUT_S  # how long a call waits for the X connection another call holds
-    process_limit: int = 0  # RLIMIT_NPROC for the no-display accounts' commands; 0: none
+    process_limit: int = 0  # RLIMIT_NPROC for the no-display accounts' commands when there is no episode cgroup
+    episode_cgroup: str = ""  # cgroup.procs the no-display accounts' commands join (cgroups.episode_cgroup)
+    tls: TlsIdentity | None = None  # serve TLS with this key and certificate (the host pins the certificate)
 
 
 def _abort(context: grpc.ServicerContext, exc: Exception) -> None:
@@ -132,7 +134,8 @@ class GuestAgentServicer(pb_grpc.GuestAgentServicer):
         self.clipboard = Clipboard(self.display)
         self.exec_defaults = execution.ExecDefaults(display=config.display, python=config.python,
                                                      no_display_users=config.no_display_users,
-                                                     process_limit=config.process_limit)
+                                                     process_limit=config.process_limit,
+                                                     episode_cgroup=config.episode_cgroup)
         self.boot_id = _read_boot_id()
         self._started = time.monotonic()
 
@@ -344,7 +347,11 @@ def build_server(config: AgentConfig) -> tuple[grpc.Server, GuestAgentServicer, 
         maximum_concurrent_rpcs=config.max_workers * 2,
     )
     pb_grpc.add_GuestAgentServicer_to_server(servicer, server)
-    port = server.add_insecure_port(config.listen)
+    if config.tls is not None:
+        credentials = grpc.ssl_server_credentials([(config.tls.key_pem, config.tls.cert_pem)])
+        port = server.add_secure_port(config.listen, credentials)
+    else:
+        port = server.add_insecure_port(config.listen)
     if port == 0:
         raise OSError(f"cannot listen on {config.listen}")
     server.start()

@@ -14,7 +14,7 @@ import hashlib
 import io
 import zlib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -33,6 +33,7 @@ from weavegym.core.errors import (
     AgentUnavailableError,
     GuestPathNotFoundError,
 )
+from weavegym.guest_agent.auth import TLS_SERVER_NAME
 
 T = TypeVar("T")
 MAX_MESSAGE_BYTES = 64 << 20
@@ -122,6 +123,9 @@ class WindowInfo:
         return [self.x, self.y, self.width, self.height]
 
 
+WINDOW_FIELDS = tuple(f.name for f in fields(WindowInfo))
+
+
 @dataclass
 class FileStat:
     path: str
@@ -145,9 +149,9 @@ def _file_stat(msg: pb.FileStat) -> FileStat:
 
 
 def _window(msg: pb.WindowInfo) -> WindowInfo:
-    return WindowInfo(id=msg.id, title=msg.title, wm_class=msg.wm_class, wm_instance=msg.wm_instance,
-                      pid=msg.pid, x=msg.x, y=msg.y, width=msg.width, height=msg.height,
-                      focused=msg.focused, mapped=msg.mapped)
+    # Field for field: the dataclass is the message's typed, protobuf-free view (a test checks that
+    # both have the same fields, so a field added to the protocol cannot be forgotten here).
+    return WindowInfo(**{name: getattr(msg, name) for name in WINDOW_FIELDS})
 
 
 def translate_error(exc: grpc.RpcError, method: str) -> AgentError:
@@ -160,9 +164,15 @@ def translate_error(exc: grpc.RpcError, method: str) -> AgentError:
 class GuestClient:
     """Talks to one guest agent at ``target`` (``host:port``)."""
 
-    def __init__(self, target: str, token: str, config: ClientConfig | None = None) -> None:
+    def __init__(self, target: str, token: str, config: ClientConfig | None = None, *,
+                 tls_cert: bytes | None = None) -> None:
+        """``tls_cert``: the agent's certificate (PEM), the only one trusted; without it the channel is plain.
+
+        With it, the agent proves it holds the VM's key before the token or any request is sent.
+        """
         self.target = target
         self.config = config or ClientConfig()
+        self._tls_cert = tls_cert
         self._metadata = (("authorization", f"Bearer {token}"),)
         self._channel: grpc.Channel | None = None
         self._stub: pb_grpc.GuestAgentStub | None = None
@@ -171,20 +181,23 @@ class GuestClient:
     # -- connection ------------------------------------------------------------------------------
     def _connect(self) -> None:
         keepalive_ms = int(self.config.keepalive_s * 1000)
-        self._channel = grpc.insecure_channel(
-            self.target,
-            options=[
-                ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-                ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-                ("grpc.keepalive_time_ms", keepalive_ms),
-                ("grpc.keepalive_timeout_ms", 10_000),
-                ("grpc.keepalive_permit_without_calls", 1),
+        options = [
+            ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+            ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+            ("grpc.keepalive_time_ms", keepalive_ms),
+            ("grpc.keepalive_timeout_ms", 10_000),
+            ("grpc.keepalive_permit_without_calls", 1),
                 # Snappy reconnects: the default backoff grows to two minutes.
-                ("grpc.initial_reconnect_backoff_ms", 100),
-                ("grpc.min_reconnect_backoff_ms", 100),
-                ("grpc.max_reconnect_backoff_ms", 1000),
-            ],
-        )
+            ("grpc.initial_reconnect_backoff_ms", 100),
+            ("grpc.min_reconnect_backoff_ms", 100),
+            ("grpc.max_reconnect_backoff_ms", 1000),
+        ]
+        if self._tls_cert is None:
+            self._channel = grpc.insecure_channel(self.target, options=options)
+        else:
+            credentials = grpc.ssl_channel_credentials(root_certificates=self._tls_cert)
+            options.append(("grpc.ssl_target_name_override", TLS_SERVER_NAME))
+            self._channel = grpc.secure_channel(self.target, credentials, options=options)
         self._stub = pb_grpc.GuestAgentStub(self._channel)
 
     def reconnect(self) -> None:

@@ -20,6 +20,7 @@ from pathlib import Path
 from weavegym.core.deadline import Deadline
 from weavegym.core.errors import HostSetupError
 from weavegym.guest_agent.auth import new_token
+from weavegym.machine.agent_identity import new_agent_identity
 from weavegym.machine.guest_client import ClientConfig, GuestClient
 
 
@@ -31,6 +32,7 @@ class LocalAgentConfig:
     start_timeout_s: float = 20.0
     python: str = sys.executable
     extra_args: tuple[str, ...] = ()
+    tls: bool = False  # serve TLS with a fresh identity, as a VM's agent does; client() pins its certificate
 
 
 class LocalAgent:
@@ -38,6 +40,7 @@ class LocalAgent:
         self.config = config
         self.token = config.token or new_token()
         self.port = config.port
+        self.identity = new_agent_identity() if config.tls else None
         self._dir = tempfile.TemporaryDirectory(prefix="weavegym-agent-")
         self._proc: subprocess.Popen[bytes] | None = None
 
@@ -56,11 +59,18 @@ class LocalAgent:
         token_file = Path(self._dir.name) / "token"
         token_file.write_text(self.token)
         token_file.chmod(0o600)
+        tls_args: list[str] = []
+        if self.identity is not None:
+            identity_file = Path(self._dir.name) / "identity.pem"
+            identity_file.write_bytes(self.identity.bundle())
+            identity_file.chmod(0o600)
+            tls_args = ["--tls-file", str(identity_file)]
         log_path = Path(self._dir.name) / "agent.log"
         self._log = log_path.open("wb")
         self._proc = subprocess.Popen(
             [self.config.python, "-m", "weavegym.guest_agent", "--display", self.config.display,
-             "--listen", f"127.0.0.1:{self.config.port}", "--token-file", str(token_file), *self.config.extra_args],
+             "--listen", f"127.0.0.1:{self.config.port}", "--token-file", str(token_file), *tls_args,
+             *self.config.extra_args],
             stdout=subprocess.PIPE, stderr=self._log, start_new_session=True,
         )
         try:
@@ -91,7 +101,8 @@ class LocalAgent:
         return path.read_text(errors="replace")[-limit:] if path.exists() else ""
 
     def client(self, config: ClientConfig | None = None) -> GuestClient:
-        return GuestClient(self.target, self.token, config)
+        return GuestClient(self.target, self.token, config,
+                           tls_cert=self.identity.cert_pem if self.identity is not None else None)
 
     def kill(self) -> None:
         """SIGKILL, as a crash would; for robustness tests."""

@@ -141,7 +141,7 @@ def build_image(recipe: ImageRecipe, cache_dir: Path, progress: Progress | None 
             "workspace_user": recipe.workspace_user, "shared_group": recipe.shared_group,
             "kernel_version": kernel_version, "build_seconds": round(time.monotonic() - started, 1),
             "disk_bytes": (work / "disk.qcow2").stat().st_size, "created": time.time(),
-            "agent_port": 7600, "ready_window_classes": list(recipe.ready_window_classes),
+            "agent_port": 760, "ready_window_classes": list(recipe.ready_window_classes),
         }
         (work / "manifest.json").write_text(json.dumps(manifest, indent=2))
         final = root / name

@@ -7,7 +7,8 @@ Choices, each from a fact measured on our machines:
 - QEMU user-mode networking through ``<qemu:commandline>`` with ``restrict=on``
   (guest offline) and one host-forward for the agent, bound to 127.0.0.1,
   because this libvirt rejects ``<backend type='passt'/>`` and there is no bridge;
-- the agent token in SMBIOS OEM strings, readable by root only in the guest;
+- the agent token in a QEMU fw_cfg entry read from a 0600 file (never on QEMU's command line, where
+  every host user's `ps` would show it), readable by root only in the guest; the screen size in SMBIOS;
 - VNC on a fixed port and 127.0.0.1 only, with a password;
 - QEMU as root (DAC label 0:0) under qemu:///system, so it can read images in root's cache.
 """
@@ -19,6 +20,7 @@ from xml.sax.saxutils import quoteattr
 
 QEMU_NS = "http://libvirt.org/schemas/domain/qemu/1.0"
 WEAVEGYM_NS = "https://weavegym.dev/xmlns/vm/1"
+FW_CFG_TOKEN = "opt/weavegym/token"  # the guest agent reads /sys/firmware/qemu_fw_cfg/by_name/<this>/raw
 
 
 @dataclass(frozen=True)
@@ -35,7 +37,7 @@ class DomainSpec:
     vnc_password: str
     agent_host_port: int
     agent_guest_port: int
-    token: str
+    token_file: str  # on the QEMU host, 0600: the agent token, passed to the guest as a fw_cfg file
     screen: tuple[int, int]
     owner_pid: int
     run_as_root: bool
@@ -51,6 +53,8 @@ KERNEL_CMDLINE = ("root=/dev/vda rw console=ttyS0 quiet loglevel=3 net.ifnames=0
 
 
 def domain_xml(spec: DomainSpec) -> str:
+    # The first OEM string is a placeholder: the guest reads the structure's raw bytes line by line, and
+    # its header bytes run into the first string, so a setting there would not be found.
     q = quoteattr
     width, height = spec.screen
     seclabel = ("<seclabel type='static' model='dac' relabel='no'><label>+0:+0</label></seclabel>"
@@ -79,9 +83,12 @@ def domain_xml(spec: DomainSpec) -> str:
   <vcpu>{spec.vcpus}</vcpu>
   <sysinfo type='smbios'>
     <oemStrings>
-      <entry>weavegym-token={spec.token}</entry>
+      <entry>weavegym</entry>
       <entry>weavegym-screen={width}x{height}</entry>
     </oemStrings>
+  </sysinfo>
+  <sysinfo type='fwcfg'>
+    <entry name={q(FW_CFG_TOKEN)} file={q(spec.token_file)}/>
   </sysinfo>
   <os>
     <type arch='x86_64' machine='pc'>hvm</type>

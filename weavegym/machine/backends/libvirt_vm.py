@@ -380,12 +380,14 @@ class LibvirtVM:
             self._locks.append(ssh_lock)
         run_dir = self._host.run_dir = host.run_dir(self.name)
         host.make_dir(run_dir)
+        token_file = f"{run_dir}/agent-token"
+        host.write_private_file(token_file, self.token.encode())  # QEMU reads it; `ps` never shows it
         self._spec = DomainSpec(
             name=self.name, domain_type=_domain_type(self.config, self._conn), memory_mib=self.config.memory_mib,
             vcpus=self.config.vcpus, kernel=paths.kernel, initrd=paths.initrd,
             disk=f"{run_dir}/overlay.qcow2", console_log=f"{run_dir}/console.log",
             vnc_port=vnc_port, vnc_password=self.vnc_password, agent_host_port=agent_port,
-            agent_guest_port=int(self.image.manifest.get("agent_port", 7600)), token=self.token,
+            agent_guest_port=int(self.image.manifest.get("agent_port", 760)), token_file=token_file,
             screen=self.config.screen, owner_pid=os.getpid(), run_as_root=self._qemu_as_root(),
             vsock=self.config.transport == "vsock", ssh_host_port=ssh_port,
         )

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import secrets
 import shlex
 import shutil
@@ -61,6 +62,7 @@ class QemuHost(Protocol):
     def image_paths(self, image: BuiltImage) -> ImagePaths: ...
     def run_dir(self, name: str) -> str: ...
     def make_dir(self, path: str) -> None: ...
+    def write_private_file(self, path: str, data: bytes) -> None: ...
     def free_bytes(self) -> int: ...
     def create_overlay(self, base: str, overlay: str) -> None: ...
     def read_tail(self, path: str, limit: int) -> str: ...
@@ -109,6 +111,12 @@ class LocalQemuHost:
 
     def make_dir(self, path: str) -> None:
         Path(path).mkdir(parents=True, exist_ok=True)
+
+    def write_private_file(self, path: str, data: bytes) -> None:
+        """A new file readable by its owner only (created 0600, never over an existing one or a symlink)."""
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
 
     def free_bytes(self) -> int:
         self.cache_dir.mkdir(parents=True, exist_ok=True)
@@ -191,6 +199,12 @@ class SshQemuHost:
 
     def make_dir(self, path: str) -> None:
         self.link.check(f"mkdir -p {shlex.quote(path)}", f"creating {path}")
+
+    def write_private_file(self, path: str, data: bytes) -> None:
+        """A new 0600 file on the far host, its content sent on stdin (never on a command line)."""
+        result = self.link.run(f"umask 077 && set -C && cat > {shlex.quote(path)}", stdin=data, timeout=30)
+        if not result.ok:
+            raise BackendError(f"ssh {self.target}: could not write {path}: {result.stderr.strip()[-200:]}")
 
     def free_bytes(self) -> int:
         self.make_dir(self.cache_dir)

@@ -176,7 +176,10 @@ class SshMachine:
         if not (wheels / ".complete").is_file():
             build_agent_wheels(python, wheels)
             (wheels / ".complete").touch()
-        staging = f"/tmp/weavegym-agent-wheels-{version}"
+        # A fresh private folder: a fixed /tmp name could be made first by any account there, with wheels
+        # of its own in it, which root would then unpack and run.
+        staging = link.check("mktemp -d /tmp/weavegym-agent-wheels-XXXXXXXXXX", "making a staging folder",
+                             timeout=15).strip()
         link.upload_dir(wheels, staging)
         # Wheels are zip files of ready-to-import trees (grpcio's is prebuilt): unpacking them is the whole
         # install. No pip and no venv module needed there, and seconds instead of minutes under emulation.

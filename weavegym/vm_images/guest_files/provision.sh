@@ -94,7 +94,7 @@ python3 -m venv /opt/weavegym/venv
 chmod 0700 /opt/weavegym
 
 systemctl enable systemd-networkd.service weavegym-xorg.service weavegym-session.service \
-  weavegym-agent.service ssh.service >/dev/null 2>&1
+  weavegym-agent.service weavegym-episode.service ssh.service >/dev/null 2>&1
 # Boot time is reset time's enemy under TCG: drop what a desktop VM for agents does not need.
 systemctl mask apt-daily.timer apt-daily-upgrade.timer man-db.timer e2scrub_all.timer \
   e2scrub_reap.service fstrim.timer systemd-timesyncd.service getty@tty1.service \
