@@ -43,12 +43,12 @@ NGINX_WRAPPER = """#!/bin/sh
 exec /usr/bin/setpriv --reuid=www-data --regid=www-data --clear-groups --inh-caps=-all --no-new-privs \
     /usr/sbin/nginx "$@"
 """
-# The service as www-data, with its pid file where that account can write; the private folder (the
-# change record's answer) stays out of its reach whatever log path the config names.
+# The service as www-data, with its pid file where that account can write (/run/nginx, made by setup and
+# tmpfiles, not RuntimeDirectory=: `nginx -t` opens that path too, also while the service is down); the
+# private folder (the change record's answer) stays out of its reach whatever log path the config names.
 NGINX_DROPIN = """[Service]
 User=www-data
 Group=www-data
-RuntimeDirectory=nginx
 PIDFile=/run/nginx/nginx.pid
 ExecStop=
 ExecStop=-/sbin/start-stop-daemon --quiet --stop --retry QUIT/5 --pidfile /run/nginx/nginx.pid
@@ -146,6 +146,8 @@ sed -i -e 's|^[[:space:]]*user[[:space:]].*;|# user: the service runs as www-dat
     -e 's|^[[:space:]]*pid[[:space:]].*;|pid /run/nginx/nginx.pid;|' {ETC}/nginx.conf
 rm -f {ETC}/sites-enabled/default
 install -d -m 755 -o www-data -g adm /var/log/nginx
+install -d -m 755 -o www-data -g www-data /run/nginx
+echo 'd /run/nginx 0755 www-data www-data -' > /etc/tmpfiles.d/weavegym-nginx.conf
 chown -R www-data:www-data /var/lib/nginx
 ln -sf {SITE} {ETC}/sites-enabled/shop
 chown {WORKSPACE_USER}:{SHARED_GROUP} {ETC}/sites-available
