@@ -290,7 +290,8 @@ def test_a_killed_vm_truncates_the_episode_unscored_then_reset_recovers(env: Wea
     _fresh(env)
     env.backend.domain.destroy()
     _obs, reward, terminated, truncated, info = env.step('shell("echo into the void")')
-    assert truncated and not terminated and reward == 0.0 and "not running" in info["env_failure"]
+    assert truncated and not terminated and reward == 0.0 and "evaluation" not in info
+    assert info["env_failure"].startswith("BackendError") and "reset()" in info["env_failure"], info["env_failure"]
     obs, info = env.reset(seed=0)  # a new QEMU loads the task snapshot from the overlay: no cold boot
     assert info["snapshot"] == "cached" and obs in env.observation_space
     obs, _r, _t, _tr, info = env.step('shell("cat ~/expenses.csv | head -1")')
