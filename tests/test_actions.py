@@ -31,7 +31,7 @@ from weavegym.envs.actions import (
     parse_action,
     tool_schema,
 )
-from weavegym.envs.spaces import action_space
+from weavegym.envs.space_layout import action_space
 from weavegym.envs.vocabulary import REQUIRED, VOCABULARY
 
 SCREEN = (1280, 720)

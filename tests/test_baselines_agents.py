@@ -16,7 +16,7 @@ from weavegym.baselines.llm_agent import LLMAgent
 from weavegym.baselines.simple_agents import NoopAgent, OracleAgent, RandomAgent
 from weavegym.core.errors import InvalidActionError
 from weavegym.envs.actions import KINDS, Action, parse_action
-from weavegym.envs.spaces import action_space
+from weavegym.envs.space_layout import action_space
 from weavegym.envs.task import OracleContext
 from weavegym.envs.tasks import get_task
 

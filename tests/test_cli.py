@@ -42,3 +42,14 @@ def test_a_run_whose_episodes_errored_exits_non_zero(tmp_path: Path) -> None:
     first = (tmp_path / "run" / "Weave-DevOps-1" / "ep0.attempt1" / "error.txt").read_text()
     assert first.startswith("attempt 1: HostSetupError")
     assert (tmp_path / "run" / "Weave-DevOps-1" / "ep0" / "error.txt").read_text().startswith("attempt 2: ")
+
+
+def test_a_weavegym_error_is_one_line_and_debug_shows_the_traceback(tmp_path: Path) -> None:
+    no_image = {"WEAVEGYM_CACHE_DIR": str(tmp_path / "empty-cache")}
+    result = _cli("debug", "Weave-DevOps-1", "--agent", "noop", env=no_image)
+    assert result.returncode == 1
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert lines[0].startswith("weavegym: HostSetupError: no 'base' image") and "weavegym image build" in lines[0]
+    assert "--debug" in lines[1] and len(lines) == 2 and "Traceback" not in result.stderr
+    verbose = _cli("--debug", "debug", "Weave-DevOps-1", "--agent", "noop", env=no_image)
+    assert verbose.returncode == 1 and "HostSetupError" in verbose.stderr and len(verbose.stderr.splitlines()) > 10

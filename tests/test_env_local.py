@@ -10,6 +10,7 @@ from __future__ import annotations
 import secrets
 import subprocess
 import time
+import warnings
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -17,6 +18,7 @@ from pathlib import Path
 import gymnasium
 import numpy as np
 import pytest
+from gymnasium.utils.env_checker import check_env
 
 from weavegym.core.deadline import wait_for
 from weavegym.core.errors import BackendError, EpisodeError
@@ -196,3 +198,102 @@ def test_osworld_pyautogui_text_actions_do_what_they_say(env: WeaveEnv, tmp_path
     subprocess.run(["pkill", "-f", "xev -geometry 640x480"], check=False)
     _, reward, terminated, _, _ = env.step("DONE")
     assert terminated and reward == 0.0
+
+
+# ---- configurable spaces -------------------------------------------------------------------------------------
+
+POINTER_AND_KEYS = ["click", "double_click", "drag", "scroll", "key", "move"]
+
+
+def _shaped_env(**options: object) -> WeaveEnv:
+    """Made through gym.make, with a spec that says what every task's spec says: a desktop is not deterministic
+    (per-step timings in info), so check_env skips its step-determinism comparison as it does for the tasks."""
+    if "WeaveLocalShaped-v0" not in gymnasium.registry:
+        gymnasium.register(id="WeaveLocalShaped-v0", entry_point="weavegym.envs.weave_env:WeaveEnv",
+                           nondeterministic=True, additional_wrappers=(SYNC_WRAPPER,))
+    return gymnasium.make("WeaveLocalShaped-v0", task_id=TASK, backend=LocalBackend(SCREEN), screen_size=SCREEN,
+                          settle_stable_s=0.05, **options)
+
+
+@pytest.mark.parametrize("options", [
+    {"action_kinds": POINTER_AND_KEYS, "coordinates": "box", "key_vocabulary": ["Escape", "Tab", "ctrl+a"]},
+    {"action_kinds": POINTER_AND_KEYS, "observation_keys": ["screen", "terminal"], "observation_size": (160, 120),
+     "grayscale": True},
+], ids=["gui-box-keys", "screen-resized-gray"])
+def test_check_env_passes_for_the_documented_configurations(options: dict) -> None:
+    """Gymnasium's checker on the shaped spaces (CLI kinds left out: sampled commands would run on this host)."""
+    env = _shaped_env(**options)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            # The render-mode and close checks make more envs from the spec, whose kwargs hold this env's
+            # backend object (it must not be shared); they do not depend on the spaces and run on VMs in
+            # test_env_gym.py's check_env test.
+            check_env(env.unwrapped, skip_render_check=True, skip_close_check=True)
+        assert [str(w.message) for w in caught] == []
+    finally:
+        env.close()
+
+
+def test_sampled_gui_actions_are_all_accepted_and_only_max_steps_ends_episodes() -> None:
+    env = _shaped_env(action_kinds=POINTER_AND_KEYS, coordinates="box", observation_keys=["screen"],
+                      observation_size=(64, 48), grayscale=True, max_steps=5, key_vocabulary=["Escape", "Tab"])
+    try:
+        assert set(env.action_space.keys()) == {"kind", "x", "y", "to_x", "to_y", "button", "dx", "dy", "key"}
+        obs, _ = env.reset(seed=1)
+        assert obs["screen"].shape == (48, 64, 1) and obs in env.observation_space
+        env.action_space.seed(5)
+        ends = []
+        for _ in range(12):
+            obs, _, terminated, truncated, info = env.step(env.action_space.sample())
+            assert info["action_error"] is None and obs in env.observation_space
+            assert env.unwrapped.trajectory.steps[-1].frame is not None
+            if terminated or truncated:
+                ends.append(info["end_reason"])
+                env.reset(seed=1)
+        assert ends == ["max_steps", "max_steps"]  # no done/fail in the space: only the step limit ends episodes
+    finally:
+        env.close()
+
+
+def test_a_kind_left_out_is_refused_in_every_form_and_runs_nothing(tmp_path: Path) -> None:
+    env = _shaped_env(action_kinds=POINTER_AND_KEYS)
+    marker = tmp_path / "ran"
+    try:
+        env.reset(seed=2)
+        for action in (f"shell('touch {marker}')", {"kind": "shell", "command": f"touch {marker}"},
+                       {"type": "function", "function": {"name": "shell",
+                                                         "arguments": f'{{"command": "touch {marker}"}}'}}):
+            _, _, terminated, _, info = env.step(action)
+            assert "not one of this env's action kinds" in info["action_error"] and not terminated
+            assert env.unwrapped.trajectory.steps[-1].channel == "invalid"
+        _, _, terminated, _, info = env.step("done()")
+        assert "not one of this env's action kinds" in info["action_error"] and not terminated
+        assert not marker.exists()
+    finally:
+        env.close()
+
+
+def test_wrapped_for_rl_libraries_the_env_steps_with_array_actions_and_observations() -> None:
+    from gymnasium.spaces import Box, MultiDiscrete
+
+    from weavegym.wrappers import MultiDiscreteActions, ScreenObservation
+
+    env = MultiDiscreteActions(ScreenObservation(_shaped_env(
+        action_kinds=POINTER_AND_KEYS, observation_keys=["screen"], observation_size=(80, 60), max_steps=3)))
+    try:
+        assert isinstance(env.action_space, MultiDiscrete) and env.observation_space == Box(0, 255, (60, 80, 3),
+                                                                                              np.uint8)
+        obs, _ = env.reset(seed=3)
+        assert obs.shape == (60, 80, 3)
+        env.action_space.seed(1)
+        for _ in range(3):
+            obs, _, _, truncated, info = env.step(env.action_space.sample())
+            assert info["action_error"] is None and obs in env.observation_space
+        assert truncated and "evaluation" in info
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            check_env(env.unwrapped, skip_render_check=True, skip_close_check=True)
+        assert [str(w.message) for w in caught] == []
+    finally:
+        env.close()

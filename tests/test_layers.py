@@ -21,7 +21,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("machine",),
     ("evaluators",),
     ("envs",),
-    ("baselines", "testing", "distributed"),
+    ("baselines", "testing", "distributed", "wrappers"),
     ("reporting", "ops"),
     ("cli", "__init__"),
 )

@@ -25,8 +25,10 @@ from gymnasium.vector.utils import (
 )
 from gymnasium.wrappers.utils import create_zero_array
 
-from weavegym.envs.actions import ACTION_SPACE_FIELDS, BUTTONS, KINDS, ActionLimits
-from weavegym.envs.spaces import N_CODE_POINTS, UnicodeText, action_space, observation_space, sanitize_text
+from weavegym.core.errors import InvalidActionError
+from weavegym.envs.actions import ACTION_SPACE_FIELDS, BUTTONS, KINDS, ActionLimits, parse_action
+from weavegym.envs.space_layout import DEFAULT_KEYS, ActionLayout, ObservationLayout, action_space, observation_space
+from weavegym.envs.spaces import N_CODE_POINTS, UnicodeText, sanitize_text
 
 SCREEN = (64, 48)
 UNICODE = "héllo wörld\n中文 😀 \t\u2028\U0010fffd"
@@ -226,3 +228,130 @@ def test_async_vector_env_shared_memory_carries_live_text() -> None:
         assert seen == [("中😀",) * 2, ("中😀" * 2,) * 2, ("中😀" * 3,) * 2, ("",) * 2]
     finally:
         envs.close()
+
+
+# ---- configurable spaces (gym.make's action_kinds=, key_vocabulary=, coordinates=, observation_*=) -------------
+
+GUI_KINDS_NO_TEXT = ("move", "click", "double_click", "right_click", "drag", "scroll", "key", "mouse_down", "mouse_up")
+
+
+@pytest.mark.parametrize("layout", [
+    ActionLayout(SCREEN),
+    ActionLayout(SCREEN, kinds=GUI_KINDS_NO_TEXT, coordinates="box"),
+    ActionLayout(SCREEN, kinds=("key", "click", "type"), keys=("Return", "ctrl+s", "a")),
+    ActionLayout(SCREEN, kinds=("scroll",), coordinates="box"),
+], ids=["default", "gui-box", "three-kinds", "scroll-only"])
+def test_every_sample_decodes_to_an_accepted_action_of_a_chosen_kind(layout: ActionLayout) -> None:
+    """What RL code relies on: ``step(space.sample())`` is never refused for the sample's own values."""
+    space = layout.space()
+    space.seed(11)
+    seen = set()
+    for _ in range(3000):
+        sample = space.sample()
+        assert sample in space
+        action = parse_action(layout.decode(sample), SCREEN)  # raises InvalidActionError on a refusal
+        assert action.kind == layout.kinds[int(sample["kind"])] and layout.allows(action.kind)
+        seen.add(action.kind)
+        if action.kind == "key":
+            assert action.keys == layout.keys[int(sample["key"])]
+        if action.x is not None and layout.coordinates == "box":
+            assert action.x == min(SCREEN[0] - 1, int(float(sample["x"]) * SCREEN[0]))
+    assert seen == set(layout.kinds)
+
+
+def test_the_default_layout_is_the_default_space_and_keeps_the_kind_order() -> None:
+    assert set(ActionLayout(SCREEN).fields) == ACTION_SPACE_FIELDS
+    assert ActionLayout(SCREEN).kinds == KINDS
+    shuffled = ActionLayout(SCREEN, kinds=("scroll", "click", "done"))
+    assert shuffled.kinds == ("click", "scroll", "done")  # KINDS order, whatever order they were given in
+    assert shuffled.decode({"kind": 1, "dy": 3, "dx": 0}) == {"kind": "scroll", "dy": 3, "dx": 0}
+    # Only the fields a chosen kind needs are in the space: no text, seconds or key for pointer kinds.
+    assert ActionLayout(SCREEN, kinds=("click", "drag")).fields == ("kind", "x", "y", "to_x", "to_y", "button")
+    assert "text" not in ActionLayout(SCREEN, kinds=("fail",)).fields  # fail's reason is optional
+
+
+def test_hand_written_dicts_and_text_are_not_decoded() -> None:
+    layout = ActionLayout(SCREEN, coordinates="box")
+    by_name = {"kind": "click", "x": 10, "y": 20}
+    assert layout.decode(by_name) is by_name and layout.decode("click(10, 20)") == "click(10, 20)"
+    assert layout.decode({"kind": 1, "x": 0.0, "y": 1.0}) == {"kind": "click", "x": 0, "y": SCREEN[1] - 1}
+    with pytest.raises(InvalidActionError, match="from 0 to 1"):
+        layout.decode({"kind": 1, "x": 10, "y": 20})
+    with pytest.raises(InvalidActionError, match="out of range"):
+        layout.decode({"kind": len(KINDS), "x": 0.5, "y": 0.5})
+    with pytest.raises(InvalidActionError, match="key vocabulary"):
+        ActionLayout(SCREEN).decode({"kind": KINDS.index("key"), "key": len(DEFAULT_KEYS)})
+    # A sample that spells the combo out in `text` (as the space did before it had `key`) still works.
+    assert ActionLayout(SCREEN).decode({"kind": KINDS.index("key"), "text": "ctrl+s"}) == {"kind": "key",
+                                                                                         "keys": "ctrl+s"}
+
+
+def test_the_default_key_vocabulary_is_accepted_by_the_guest_agent() -> None:
+    from weavegym.guest_agent.keys import parse_combo
+
+    for combo in DEFAULT_KEYS:
+        assert parse_combo(combo), combo
+        assert parse_action(f"key({combo!r})", SCREEN).keys == combo
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"kinds": ("click", "teleport")}, "action_kinds"),
+    ({"kinds": ()}, "action_kinds"),
+    ({"kinds": ("click", "click")}, "action_kinds"),
+    ({"coordinates": "polar"}, "coordinates"),
+    ({"keys": ("ctrl s",)}, "key_vocabulary"),
+    ({"keys": ()}, "key_vocabulary"),
+])
+def test_bad_action_layouts_are_refused(kwargs: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        ActionLayout(SCREEN, **kwargs)
+
+
+def test_observation_layout_resizes_and_grays_the_screen_only_in_the_observation() -> None:
+    frame = np.zeros((48, 64, 3), np.uint8)
+    frame[:, :32] = (255, 0, 0)  # left half red, right half black
+    layout = ObservationLayout(SCREEN, keys=("screen", "exit_code"), size=(16, 12), grayscale=True)
+    space = layout.space()
+    assert list(space.keys()) == ["exit_code", "screen"] and space["screen"].shape == (12, 16, 1)
+    obs = layout.observe(frame, "ignored", 3, "ignored")
+    assert set(obs) == {"screen", "exit_code"} and obs in space
+    assert abs(int(obs["screen"][6, 2, 0]) - round(0.299 * 255)) <= 1 and obs["screen"][6, 13, 0] == 0
+    assert frame[0, 0, 0] == 255  # the env's own frame (render, trajectory) is untouched
+    full = ObservationLayout(SCREEN).observe(frame, "out", 0, "do it")
+    assert full["screen"] is not frame and np.array_equal(full["screen"], frame)
+    with pytest.raises(ValueError, match="observation_size"):
+        ObservationLayout(SCREEN, size=(128, 96))
+    with pytest.raises(ValueError, match="observation_keys"):
+        ObservationLayout(SCREEN, keys=("screen", "mouse"))
+
+
+def test_wrappers_give_array_spaces_that_flatten_small() -> None:
+    from gymnasium.spaces import MultiDiscrete
+
+    from weavegym.wrappers import MultiDiscreteActions, ScreenObservation
+
+    class _Stub(gym.Env):
+        def __init__(self, action: ActionLayout, obs: ObservationLayout) -> None:
+            self.action_space, self.observation_space, self.last = action.space(), obs.space(), None
+
+        def step(self, action):
+            self.last = action
+            return self.observation_space.sample(), 0.0, False, False, {}
+
+    action = ActionLayout((1280, 720), kinds=GUI_KINDS_NO_TEXT)
+    obs = ObservationLayout((1280, 720), keys=("screen",), size=(84, 84), grayscale=True)
+    env = MultiDiscreteActions(ScreenObservation(_Stub(action, obs)))
+    assert env.observation_space == Box(0, 255, (84, 84, 1), np.uint8) and flatdim(env.observation_space) == 84 * 84
+    assert isinstance(env.action_space, MultiDiscrete) and env.fields == tuple(action.space().keys())
+    env.action_space.seed(3)
+    for _ in range(200):
+        sample = env.action_space.sample()
+        assert sample in env.action_space
+        env.step(sample)
+        decoded = action.decode(env.unwrapped.last)
+        parse_action(decoded, (1280, 720))
+        assert env.unwrapped.last["dx"] >= -10  # the MultiDiscrete keeps Discrete's start
+    with pytest.raises(ValueError, match="text"):
+        MultiDiscreteActions(_Stub(ActionLayout((1280, 720), kinds=("click", "type")), obs))
+    with pytest.raises(ValueError, match="screen"):
+        ScreenObservation(_Stub(action, ObservationLayout((1280, 720), keys=("terminal",))))

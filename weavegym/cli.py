@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 import signal
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
+from weavegym.core.errors import WeaveGymError
 from weavegym.core.paths import default_cache_dir
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Desktop VMs behind the Gymnasium API.")
@@ -19,6 +21,14 @@ app.add_typer(bench_app, name="bench")
 image_app = typer.Typer(no_args_is_help=True, help="Guest images: build (cached by recipe hash), list, rm.")
 app.add_typer(image_app, name="image")
 err = Console(stderr=True)
+
+
+@dataclass
+class _Options:
+    debug: bool = False  # --debug: let a WeaveGymError's full traceback through instead of one line
+
+
+_options = _Options()
 
 
 def _print_version(value: bool) -> None:
@@ -31,8 +41,10 @@ def _print_version(value: bool) -> None:
 
 @app.callback()
 def _root(version: bool = typer.Option(False, "--version", is_eager=True, callback=_print_version,
-                                       help="Print the version and exit.")) -> None:
+                                       help="Print the version and exit."),
+          debug: bool = typer.Option(False, "--debug", help="Show full tracebacks of weavegym's own errors.")) -> None:
     """Desktop VMs behind the Gymnasium API."""
+    _options.debug = debug
 
 DEFAULT_CACHE = default_cache_dir()
 
@@ -469,6 +481,13 @@ def main() -> None:
         app()
     except KeyboardInterrupt:
         sys.exit(130)
+    except WeaveGymError as exc:
+        # A weavegym error says what went wrong and how to fix it; the traceback only buries that line.
+        if _options.debug:
+            raise
+        err.print(f"weavegym: {type(exc).__name__}: {exc}", markup=False, highlight=False, soft_wrap=True)
+        err.print("(weavegym --debug ... shows the traceback)", markup=False, highlight=False)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from weavegym.baselines.policy import EpisodeStart
-from weavegym.envs.spaces import action_space
+from weavegym.envs.space_layout import action_space
 from weavegym.envs.task import ActionLike, OracleContext
 from weavegym.envs.tasks import get_task
 

@@ -31,6 +31,16 @@ class EnvConfig:
     settle_stable_s: float = 0.1  # ... i.e. to stay unchanged this long (0: take the first frame; fastest)
     setup_stable_s: float = 2.0  # how long the screen must stay unchanged before a task snapshot is saved
     max_task_snapshots: int = 4  # task snapshots kept per VM (least recently used are deleted)
+    # The spaces (envs/space_layout.py checks the names). Actions: which kinds exist (None: all; the others
+    # are refused in every form), the combos a sampled `key` draws from (None: a built-in list), and
+    # coordinates in samples as pixel "discrete" or normalised "box" (0..1). Observations: which keys (None:
+    # all four), the screen's (width, height) (None: the VM's) and whether it is grayscale (one channel).
+    action_kinds: tuple[str, ...] | None = None
+    key_vocabulary: tuple[str, ...] | None = None
+    coordinates: str = "discrete"
+    observation_keys: tuple[str, ...] | None = None
+    observation_size: tuple[int, int] | None = None
+    grayscale: bool = False
     backend_options: dict[str, Any] = field(default_factory=dict)  # e.g. {"memory_mib": 3072, "accel": "tcg"}
 
     def __post_init__(self) -> None:

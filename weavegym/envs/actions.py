@@ -46,10 +46,10 @@ __all__ = ["CLI_KINDS", "CONTROL_KINDS", "ENDING_KINDS", "GUI_KINDS", "KINDS", "
 
 BUTTONS: tuple[str, ...] = ("left", "middle", "right")
 
-# Keys of the Gym action space (see spaces.action_space). Kept here so spaces.py imports us, not the reverse;
-# a sampled dict carries all of them, so they are tolerated in any dict even when the kind ignores them.
+# Keys of the default Gym action space (space_layout.action_space). Kept here so space_layout imports us, not
+# the reverse; a sample carries all of them, so they are tolerated in any dict even when the kind ignores them.
 ACTION_SPACE_FIELDS: frozenset[str] = frozenset(
-    {"kind", "x", "y", "to_x", "to_y", "button", "dx", "dy", "text", "seconds"}
+    {"kind", "x", "y", "to_x", "to_y", "button", "dx", "dy", "text", "seconds", "key"}
 )
 
 # Canonical fields of each kind in positional order, with their defaults, and the other names they accept.

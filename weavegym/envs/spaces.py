@@ -1,4 +1,4 @@
-"""Gymnasium spaces of the desktop env: what the agent sees and the flat action space RL libraries sample from.
+"""The Unicode text space of observations and actions (the spaces themselves are laid out in space_layout.py).
 
 Terminal output and task instructions are arbitrary Unicode, which :class:`gymnasium.spaces.Text` can only
 express by materialising a million-character set per space (and per vector-env worker). :class:`UnicodeText`
@@ -14,15 +14,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
-from gymnasium.spaces import Box, Dict, Discrete, Text
+from gymnasium.spaces import Text
 from numpy.typing import NDArray
 
-from weavegym.envs.actions import BUTTONS, KINDS, ActionLimits
 
 N_CODE_POINTS = 0x110000
 _INVALID = re.compile("[\x00\ud800-\udfff]")  # NUL and surrogates: not text, and not encodable as UTF-8
 _SAMPLE_ALPHABET: tuple[str, ...] = tuple(string.ascii_letters + string.digits + string.punctuation + " éßü中文😀")
-_SCROLL_SAMPLE = 10  # sampled scrolls stay small; parse_action accepts up to ActionLimits.max_scroll
 
 
 def is_valid_char(char: object) -> bool:
@@ -224,44 +222,6 @@ def sanitize_text(text: str, max_length: int) -> str:
     """
     return _INVALID.sub("\ufffd", text)[:max_length]
 
-
-def observation_space(
-    screen: tuple[int, int], terminal_max_chars: int = 16384, instruction_max_chars: int = 8192
-) -> Dict:
-    """The screenshot, the last CLI output and exit code, and the task instruction."""
-    width, height = screen
-    return Dict(
-        {
-            "screen": Box(0, 255, shape=(height, width, 3), dtype=np.uint8),
-            "terminal": UnicodeText(min_length=0, max_length=terminal_max_chars),
-            # 0..255 for a finished command, negative for a signal, -1 before the first command
-            "exit_code": Box(low=-1024, high=1024, shape=(), dtype=np.int64),
-            "instruction": UnicodeText(min_length=0, max_length=instruction_max_chars),
-        }
-    )
-
-
-def action_space(screen: tuple[int, int], limits: ActionLimits = ActionLimits()) -> Dict:
-    """A flat Dict with a ``kind`` discriminator and shared fields, so RL libraries can sample every kind.
-
-    Each sample is one action: parse_action reads the fields its kind needs and ignores the rest. The keys must
-    stay equal to actions.ACTION_SPACE_FIELDS, which is how parse_action recognises them.
-    """
-    width, height = screen
-    return Dict(
-        {
-            "kind": Discrete(len(KINDS)),
-            "x": Discrete(width),
-            "y": Discrete(height),
-            "to_x": Discrete(width),
-            "to_y": Discrete(height),
-            "button": Discrete(len(BUTTONS)),
-            "dx": Discrete(2 * _SCROLL_SAMPLE + 1, start=-_SCROLL_SAMPLE),
-            "dy": Discrete(2 * _SCROLL_SAMPLE + 1, start=-_SCROLL_SAMPLE),
-            "text": UnicodeText(min_length=1, max_length=limits.max_code_chars, sample_max_length=24),
-            "seconds": Box(0.05, 5.0, shape=(), dtype=np.float32),
-        }
-    )
 
 # Registers UnicodeText's shared-memory readers/writers with gymnasium (see envs/shared_text.py).
 from weavegym.envs import shared_text as _shared_text  # noqa: E402, F401

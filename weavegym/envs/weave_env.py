@@ -39,7 +39,7 @@ from weavegym.core.errors import (
 from weavegym.core.trajectory import FrameRecord, StepRecord, Trajectory
 from weavegym.envs import actions as actions_mod
 from weavegym.envs.coordinator import Coordinator
-from weavegym.envs.spaces import action_space, observation_space
+from weavegym.envs.space_layout import ActionLayout, ObservationLayout
 from weavegym.envs.task import Prepared, Task
 from weavegym.envs.task_session import TaskSession
 from weavegym.envs.tasks import get_task
@@ -67,8 +67,10 @@ class WeaveEnv(gym.Env[dict[str, Any], dict[str, Any]]):
         self.max_steps = self.config.max_steps or self.task.max_steps
         self.time_budget_s = self.config.time_budget_s or self.task.time_budget_s
         self.limits = actions_mod.ActionLimits(default_timeout_s=self.config.shell_timeout_s)
-        self.observation_space = observation_space(self.config.screen_size, self.config.terminal_max_chars)
-        self.action_space = action_space(self.config.screen_size, self.limits)
+        self.action_layout = ActionLayout.from_config(self.config, self.limits)
+        self.observation_layout = ObservationLayout.from_config(self.config)
+        self.action_space = self.action_layout.space()
+        self.observation_space = self.observation_layout.space()
         # A Backend object (tests use testing.LocalBackend) replaces the one config.backend names.
         self.coordinator = Coordinator(self.config, self.profile, backend)
         self.session = TaskSession(self.task, self.config)
@@ -144,7 +146,9 @@ class WeaveEnv(gym.Env[dict[str, Any], dict[str, Any]]):
         error: str | None = None
         outcome = ActionOutcome()
         try:
-            parsed = actions_mod.parse_action(action, self.config.screen_size, self.limits)
+            parsed = actions_mod.parse_action(self.action_layout.decode(action), self.config.screen_size, self.limits)
+            if not self.action_layout.allows(parsed.kind):
+                parsed, error = None, self.action_layout.refusal(parsed.kind)
         except InvalidActionError as exc:
             error = str(exc)
         t_parsed = time.monotonic()
@@ -239,8 +243,7 @@ class WeaveEnv(gym.Env[dict[str, Any], dict[str, Any]]):
 
     def _observation(self) -> dict[str, Any]:
         assert self._frame is not None
-        return {"screen": self._frame.copy(), "terminal": self._terminal,
-                "exit_code": np.array(self._exit_code, dtype=np.int64), "instruction": self.instruction}
+        return self.observation_layout.observe(self._frame, self._terminal, self._exit_code, self.instruction)
 
     def _base_info(self) -> dict[str, Any]:
         return {"task_id": self.task.id, "domain": self.task.domain, "instruction": self.instruction,
@@ -259,8 +262,9 @@ def _config(config: EnvConfig | None, overrides: dict[str, Any]) -> EnvConfig:
     unknown = set(overrides) - known
     if unknown:
         raise TypeError(f"unknown WeaveEnv option(s) {sorted(unknown)}; known: {sorted(known)}")
-    if "screen_size" in overrides:
-        overrides["screen_size"] = tuple(overrides["screen_size"])
+    for name in ("screen_size", "observation_size", "action_kinds", "key_vocabulary", "observation_keys"):
+        if overrides.get(name) is not None:  # lists from gym.make or JSON; the config keeps tuples
+            overrides[name] = tuple(overrides[name])
     return replace(config or EnvConfig(), **overrides)
 
 
