@@ -297,3 +297,29 @@ def test_wrapped_for_rl_libraries_the_env_steps_with_array_actions_and_observati
         assert [str(w.message) for w in caught] == []
     finally:
         env.close()
+
+
+def test_an_exception_inside_a_ray_actors_env_costs_the_episode_not_the_actor() -> None:
+    """The Ray actor body, without Ray: an env that raises mid-step (here: its agent killed, with
+    on_env_failure="raise") ends that episode as truncated with info["env_failure"]; the next step resets
+    it on the actor's first seed, as a replacement actor resumes its slot's seed."""
+    from weavegym.distributed.ray_vector_env import EnvWorker
+
+    _shaped_env().close()  # registers the local test id in this process
+    worker = EnvWorker("WeaveLocalShaped-v0", {"task_id": TASK, "backend": LocalBackend(SCREEN),
+                                               "screen_size": SCREEN, "settle_stable_s": 0.05,
+                                               "on_env_failure": "raise"}, first_seed=9)
+    try:
+        obs, reward, terminated, truncated, info = worker.step("wait(0.01)")  # the first step resets
+        assert worker.task_seed() == 9 and not (terminated or truncated) and obs["screen"].shape == (480, 640, 3)
+        worker.step("click(5, 5)")
+        worker.env.unwrapped.backend.agent.kill()
+        obs, reward, terminated, truncated, info = worker.step("click(6, 6)")
+        assert truncated and not terminated and reward == 0.0 and info["end_reason"] == "env_failure"
+        assert "Error" in info["env_failure"] and obs["screen"].shape == (480, 640, 3)
+        obs, reward, terminated, truncated, info = worker.step("click(7, 7)")  # autoreset: the agent is back
+        assert not (terminated or truncated) and info["action_error"] is None and worker.task_seed() is not None
+        _, _, _, _, info = worker.step("click(8, 8)")
+        assert info["action_error"] is None
+    finally:
+        worker.close()

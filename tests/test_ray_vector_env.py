@@ -69,9 +69,11 @@ def test_two_envs_step_with_autoreset_and_survive_a_killed_actor(local_cluster) 
         assert truncated[1] and not terminated[1] and reward[1] == 0.0
         assert "died" in info["actor_restarted"][1] and info["_actor_restarted"].tolist() == [False, True]
         assert envs.restarts == 1 and ray.get(envs.actor(1).ready.remote()) != first_pid
+        assert ray.get(envs.actor(1).task_seed.remote()) is None  # not reset yet: the next step does it
         # Next-step autoreset: the fresh actor boots its VM and resets; env 0 went on undisturbed.
         obs, reward, terminated, truncated, info = envs.step(envs.action_space.sample())
         assert not truncated[1] and reward[1] == 0.0 and "Expense approval" in obs["instruction"][1]
         assert obs["screen"][1].std() > 0
+        assert ray.get(envs.actor(1).task_seed.remote()) == 1  # the slot's seed, not a fresh variant 0
     finally:
         envs.close()

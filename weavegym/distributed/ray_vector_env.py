@@ -12,9 +12,11 @@ scheduler of our own:
   gives a clear error instead of actors pending forever.
 * Observations come back as actor return values, which Ray keeps in its object
   store (screens are numpy arrays, read zero-copy) and copies into the batch.
-* An actor that dies (node lost, OOM, killed) is replaced by a fresh one. The
-  step reports that env as truncated with ``info["actor_restarted"]`` giving the
-  reason, and its next step resets it (Gymnasium's next-step autoreset).
+* An actor that dies (node lost, OOM, killed) is replaced by a fresh one that
+  resumes its slot's seed. The step reports that env as truncated with
+  ``info["actor_restarted"]`` giving the reason, and its next step resets it
+  (Gymnasium's next-step autoreset). An exception inside an env costs only
+  that episode (truncated, ``info["env_failure"]``); the actor stays.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
 
 from weavegym.core.errors import BackendError, HostSetupError
+from weavegym.core.extras import missing_extra
 from weavegym.envs.registration import register_tasks
 
 RESOURCE = "weavegym_vm"
@@ -49,28 +52,43 @@ class RayVectorConfig:
 
 
 class EnvWorker:
-    """The actor body: one env, with next-step autoreset kept here so a replaced actor simply starts fresh."""
+    """The actor body: one env, with next-step autoreset kept here so a replaced actor simply starts fresh.
 
-    def __init__(self, env_id: str, make_kwargs: dict[str, Any]) -> None:
+    An exception inside the env (an error that ``on_env_failure="truncate"`` does not cover, or any bug)
+    costs that episode, not the actor or the batch: the step reports it truncated with ``info["env_failure"]``
+    and the next step resets. ``first_seed`` is the seed of the first reset, so an actor that replaces a
+    lost one resumes its slot's seed instead of drawing a fresh variant.
+    """
+
+    def __init__(self, env_id: str, make_kwargs: dict[str, Any], first_seed: int | None = None) -> None:
         register_tasks()  # in the actor's own process
         self.env = gym.make(env_id, **make_kwargs)
         self.needs_reset = True
+        self.next_seed = first_seed
+        self.last_obs: Any = None
 
     def ready(self) -> int:
         return os.getpid()
 
+    def task_seed(self) -> int | None:
+        return self.env.unwrapped.task_seed  # type: ignore[attr-defined]
+
     def reset(self, seed: int | None, options: dict[str, Any] | None) -> tuple[Any, dict[str, Any]]:
         obs, info = self.env.reset(seed=seed, options=options)
-        self.needs_reset = False
+        self.needs_reset, self.next_seed, self.last_obs = False, None, obs
         return obs, info
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         if self.needs_reset:
-            obs, info = self.env.reset()
-            self.needs_reset = False
+            obs, info = self.reset(self.next_seed, None)
             return obs, 0.0, False, False, info
-        obs, reward, terminated, truncated, info = self.env.step(action)
-        self.needs_reset = bool(terminated or truncated)
+        try:
+            obs, reward, terminated, truncated, info = self.env.step(action)
+        except Exception as exc:  # reported in info, not swallowed: the episode ends with it
+            self.needs_reset = True
+            return self.last_obs, 0.0, False, True, {"env_failure": f"{type(exc).__name__}: {exc}",
+                                                     "end_reason": "env_failure"}
+        self.needs_reset, self.last_obs = bool(terminated or truncated), obs
         return obs, float(reward), bool(terminated), bool(truncated), info
 
     def close(self) -> None:
@@ -84,8 +102,8 @@ class RayVectorEnv(VectorEnv):
                  **make_kwargs: Any) -> None:
         try:
             import ray
-        except ImportError:
-            raise HostSetupError("RayVectorEnv needs Ray: pip install 'weavegym[ray]'") from None
+        except ModuleNotFoundError as exc:
+            raise missing_extra(exc) from None
         self._ray = ray
         self.config = config or RayVectorConfig(env_id, num_envs, make_kwargs)
         self.num_envs = self.config.num_envs
@@ -96,11 +114,12 @@ class RayVectorEnv(VectorEnv):
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
         self._last_obs: list[Any] = [None] * self.num_envs
+        self._seeds: list[int | None] = [None] * self.num_envs  # each slot's last reset seed
         self.restarts = 0
         if not ray.is_initialized():
             ray.init()
         self._check_resources()
-        self._actors = [self._new_actor() for _ in range(self.num_envs)]
+        self._actors = [self._new_actor(None) for _ in range(self.num_envs)]
         self._await_placement(self._actors)
 
     # -- placement -------------------------------------------------------------------------------
@@ -114,11 +133,11 @@ class RayVectorEnv(VectorEnv):
                 f"{need:g}. Start each VM host with `ray start --resources='{{\"{c.resource}\": N}}'` "
                 f"(N = VMs it can run), or ray.init(resources={{'{c.resource}': N}}) locally")
 
-    def _new_actor(self) -> Any:
+    def _new_actor(self, first_seed: int | None) -> Any:
         c = self.config
         actor_cls = self._ray.remote(EnvWorker).options(
             num_cpus=c.num_cpus_per_env, resources={c.resource: c.resource_per_env}, max_restarts=0)
-        return actor_cls.remote(c.env_id, c.make_kwargs)
+        return actor_cls.remote(c.env_id, c.make_kwargs, first_seed)
 
     def _await_placement(self, actors: Sequence[Any]) -> None:
         refs = [a.ready.remote() for a in actors]
@@ -138,6 +157,7 @@ class RayVectorEnv(VectorEnv):
             [None if seed is None else seed + i for i in range(self.num_envs)]
         if len(seeds) != self.num_envs:
             raise ValueError(f"reset got {len(seeds)} seeds for {self.num_envs} envs")
+        self._seeds = seeds
         refs = [a.reset.remote(s, options) for a, s in zip(self._actors, seeds, strict=True)]
         observations, infos = [], {}
         for i, ref in enumerate(refs):
@@ -163,7 +183,8 @@ class RayVectorEnv(VectorEnv):
             try:
                 obs, rewards[i], terminated[i], truncated[i], info = self._ray.get(
                     ref, timeout=self.config.call_timeout_s)
-            except (self._ray.exceptions.RayActorError, self._ray.exceptions.GetTimeoutError) as exc:
+            except (self._ray.exceptions.RayActorError, self._ray.exceptions.GetTimeoutError,
+                    self._ray.exceptions.RayTaskError) as exc:  # died, hung, or failed to reset its env
                 obs, info = self._replace_actor(i, exc)
                 truncated[i] = True
             self._last_obs[i] = obs
@@ -174,10 +195,10 @@ class RayVectorEnv(VectorEnv):
     def _replace_actor(self, i: int, exc: BaseException) -> tuple[Any, dict[str, Any]]:
         """The episode in slot ``i`` is lost: report it truncated with the reason; a fresh actor takes over."""
         self._ray.kill(self._actors[i])
-        self._actors[i] = self._new_actor()
+        self._actors[i] = self._new_actor(self._seeds[i])  # the slot's seed, not a fresh variant
         self._await_placement([self._actors[i]])
         self.restarts += 1
-        reason = f"env actor died or hung ({type(exc).__name__}): {str(exc).splitlines()[0][:300]}"
+        reason = f"env actor died, hung or failed ({type(exc).__name__}): {str(exc).splitlines()[0][:300]}"
         if self._last_obs[i] is None:
             raise BackendError(f"env actor {i} was lost before its first reset: {reason}")
         # The lost episode's final observation is unknowable; the last one the actor returned stands in.
