@@ -67,7 +67,7 @@ venv: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev,ray]'
+	$(PY) -m pip install -q -e '.[all,dev]'
 	@touch $@
 
 protos: venv
@@ -90,8 +90,12 @@ lint: venv
 test-unit: system-deps venv
 	$(PY) -m pytest -q -m unit
 
+# Two test files at a time (pytest-xdist, one file per worker so module fixtures keep their VM), then the
+# few tests that must run alone. --durations lists the slowest, to keep the total under 40 minutes.
 test: setup check-protos lint image
-	WEAVEGYM_CACHE_DIR=$(CACHE_DIR) $(PY) -m pytest -q -m "not full_image"
+	WEAVEGYM_CACHE_DIR=$(CACHE_DIR) $(PY) -m pytest -q -m "not full_image and not serial" -n 2 --dist loadfile \
+		--durations=25
+	WEAVEGYM_CACHE_DIR=$(CACHE_DIR) $(PY) -m pytest -q -m "serial and not full_image" --durations=5
 
 # The heavy suites: build the `full` image (XFCE and task apps) and boot it. Not part of CI's `make test`.
 image-full: setup

@@ -50,6 +50,7 @@ def group() -> Iterator[Path]:
         path.rmdir()
 
 
+@pytest.mark.serial  # its fork bomb runs as the host's `nobody`, whose process count is host-wide
 def test_a_capped_accounts_commands_run_in_the_group_and_a_fork_bomb_stops_there(
         xvfb: XvfbDisplay, group: Path) -> None:
     args = ("--no-display-for", ACCOUNT, "--episode-cgroup", str(group))

@@ -592,6 +592,7 @@ def test_a_server_grab_makes_calls_fail_clearly_and_the_agent_recovers(xvfb) -> 
         c.move(7, 7)
 
 
+@pytest.mark.serial  # RLIMIT_NPROC counts every `nobody` process on the host, and the cleanup kills them all
 @pytest.mark.skipif(os.getuid() != 0, reason="switching users needs the agent to run as root")
 def test_a_fork_bomb_from_a_no_display_account_is_capped_and_the_agent_stays_up(xvfb) -> None:
     config = LocalAgentConfig(display=xvfb.display, extra_args=("--no-display-for", "nobody", "--process-limit", "40"))

@@ -20,14 +20,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
 import numpy as np
 
 from weavegym.baselines import llm_messages as lm
 from weavegym.baselines.policy import EpisodeStart
-from weavegym.envs.actions import CLI_KINDS, tool_schema
 from weavegym.core.errors import WeaveGymError
+from weavegym.core.extras import missing_extra
+from weavegym.envs.actions import CLI_KINDS, tool_schema
 from weavegym.envs.task import ActionLike
+
+try:
+    import httpx
+except ModuleNotFoundError as _missing:  # an optional extra (core/extras.py)
+    raise missing_extra(_missing) from None
 
 WAIT: dict[str, Any] = {"kind": "wait", "seconds": 1.0}
 _COORDINATES = (("x", 0), ("y", 1), ("to_x", 0), ("to_y", 1))  # field, axis (0: width, 1: height)

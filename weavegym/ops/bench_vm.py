@@ -17,9 +17,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import libvirt
-
+from weavegym.core.extras import missing_extra
 from weavegym.machine.backends.libvirt_vm import LibvirtConfig, LibvirtVM
+
+try:
+    import libvirt
+except ModuleNotFoundError as _missing:  # an optional extra (core/extras.py)
+    raise missing_extra(_missing) from None
 
 LIBVIRT_SNAPSHOT_XML = "<domainsnapshot><name>wg-libvirt-ready</name><memory snapshot='internal'/></domainsnapshot>"
 

@@ -16,9 +16,13 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import libvirt
-
+from weavegym.core.extras import missing_extra
 from weavegym.machine.backends import resources
+
+try:
+    import libvirt
+except ModuleNotFoundError as _missing:  # an optional extra (core/extras.py)
+    raise missing_extra(_missing) from None
 
 # Errors arrive as exceptions; without this libvirt also prints each one, e.g. "Domain not found" for a
 # leftover that vanished between listing and destroying it.

@@ -12,6 +12,7 @@ from typing import Literal
 import numpy as np
 from PIL import Image, ImageDraw
 
+from weavegym.core.extras import missing_extra
 from weavegym.reporting.overlay import annotate_steps, font
 from weavegym.reporting.report import read_steps
 
@@ -86,14 +87,20 @@ def _pad_all(images: list[Image.Image], *, even: bool) -> np.ndarray:
 
 
 def _write_gif(frames: np.ndarray, out: Path, fps: float) -> None:
-    import imageio.v3 as iio  # imported here so the report does not need imageio
+    try:
+        import imageio.v3 as iio  # imported here so the report does not need imageio
+    except ModuleNotFoundError as exc:
+        raise missing_extra(exc) from None
 
     iio.imwrite(out, frames, extension=".gif", duration=round(1000 / fps), loop=0)
 
 
 def _write_mp4(frames: np.ndarray, out: Path, fps: float) -> None:
     """H.264 through imageio-ffmpeg's bundled ffmpeg; frames are already even-sized, so no rescaling."""
-    import imageio.v2 as imageio
+    try:
+        import imageio.v2 as imageio
+    except ModuleNotFoundError as exc:
+        raise missing_extra(exc) from None
 
     writer = imageio.get_writer(out, format="FFMPEG", mode="I", fps=fps, codec="libx264", pixelformat="yuv420p",
                                 macro_block_size=1, ffmpeg_log_level="error")

@@ -17,9 +17,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-import jinja2
-
+from weavegym.core.extras import missing_extra
 from weavegym.reporting.overlay import AnnotatedFrame, annotate_steps
+
+try:
+    import jinja2
+except ModuleNotFoundError as _missing:  # an optional extra (core/extras.py)
+    raise missing_extra(_missing) from None
 
 TERMINAL_CHARS = 4000  # per step card; the full text stays in steps.jsonl
 TEXT_CHARS = 4000  # evidence, error tracebacks, chat messages

@@ -18,14 +18,14 @@ import subprocess
 import sys
 import tempfile
 import time
-import tomllib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from weavegym.core.errors import HostSetupError
-from weavegym.vm_images.recipe import GUEST_FILES, PACKAGE_ROOT, REPO_ROOT, ImageRecipe
+from weavegym.core.version import __version__
+from weavegym.vm_images.recipe import GUEST_FILES, PACKAGE_ROOT, ImageRecipe, guest_pins
 
 MIN_FREE_BYTES = 6 << 30
 STEPS = ("check", "debootstrap", "wheels", "provision", "kernel", "disk", "finish")
@@ -194,14 +194,6 @@ def _debootstrap(recipe: ImageRecipe, rootfs: Path, cache_dir: Path, report: Pro
     (rootfs / "etc" / "apt" / "sources.list").write_text(sources)
 
 
-def _pins() -> dict[str, str]:
-    """Guest wheels use the host's pins, so host and guest speak the same grpcio/protobuf."""
-    deps = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
-    wanted = {"grpcio", "protobuf", "python-xlib"}
-    return {d.split("=")[0].split(">")[0].split("<")[0].strip(): d for d in deps
-            if d.split("=")[0].split(">")[0].split("<")[0].strip() in wanted}
-
-
 GUEST_WHEEL = "weavegym-guest"
 
 # The guest wheel's own top-level module: the host package's __init__ would pull in (lazily, but
@@ -228,7 +220,7 @@ def build_agent_wheels(python_version: str, dest: Path) -> None:
              "building the guest wheel")
     _run([*pip, "download", "--only-binary=:all:", "--python-version", python_version, "--implementation", "cp",
           "--platform", "manylinux2014_x86_64", "--platform", "manylinux_2_17_x86_64", "-d", str(dest),
-          *_pins().values(), "six"], "downloading the agent's wheels")
+          *guest_pins().values(), "six"], "downloading the agent's wheels")
 
 
 def guest_wheel_tree(src: Path) -> Path:
@@ -238,11 +230,10 @@ def guest_wheel_tree(src: Path) -> Path:
     shutil.copytree(PACKAGE_ROOT / "guest_agent", package / "guest_agent", ignore=ignore)
     shutil.copytree(PACKAGE_ROOT / "agent", package / "agent", ignore=ignore)
     (package / "__init__.py").write_text(_GUEST_INIT)
-    version = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["version"]
     (src / "pyproject.toml").write_text(
         "[build-system]\nrequires = [\"setuptools>=69\", \"wheel\"]\nbuild-backend = \"setuptools.build_meta\"\n\n"
-        f"[project]\nname = \"{GUEST_WHEEL}\"\nversion = \"{version}\"\nrequires-python = \">=3.9\"\n"
-        f"dependencies = {json.dumps(sorted(_pins().values()))}\n\n"
+        f"[project]\nname = \"{GUEST_WHEEL}\"\nversion = \"{__version__}\"\nrequires-python = \">=3.9\"\n"
+        f"dependencies = {json.dumps(sorted(guest_pins().values()))}\n\n"
         "[tool.setuptools.packages.find]\ninclude = [\"weavegym*\"]\n")
     return src
 

@@ -13,9 +13,24 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-PACKAGE_ROOT = Path(__file__).resolve().parent.parent  # weavegym/, the import root
-REPO_ROOT = PACKAGE_ROOT.parent  # for pyproject.toml (the pins shared with the guest)
+PACKAGE_ROOT = Path(__file__).resolve().parent.parent  # weavegym/, the import root (a source tree or a wheel)
 GUEST_FILES = Path(__file__).resolve().parent / "guest_files"
+# What the guest agent needs besides its own wheel, at the exact versions this host runs: host and guest
+# must speak the same gRPC and protobuf (generated code checks the runtime's version).
+GUEST_DEPENDENCIES: tuple[str, ...] = ("grpcio", "protobuf", "python-xlib")
+
+
+def guest_pins() -> dict[str, str]:
+    """``{"grpcio": "grpcio==1.76.0", ...}`` from the installed distributions (no source tree needed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    pins = {}
+    for name in GUEST_DEPENDENCIES:
+        try:
+            pins[name] = f"{name}=={version(name)}"
+        except PackageNotFoundError:
+            raise RuntimeError(f"{name} is not installed; it is one of weavegym's dependencies") from None
+    return pins
 
 
 @dataclass(frozen=True)
@@ -135,6 +150,7 @@ class ImageRecipe:
         digest.update(json.dumps(asdict(self.distribution), sort_keys=True).encode())
         digest.update(json.dumps(self.packages).encode())
         digest.update(json.dumps(PROFILES[self.profile], sort_keys=True, default=list).encode())
+        digest.update(json.dumps(guest_pins(), sort_keys=True).encode())
         for path in _guest_content_files():
             digest.update(str(path.relative_to(PACKAGE_ROOT)).encode())
             digest.update(path.read_bytes())

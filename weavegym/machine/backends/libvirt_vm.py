@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import libvirt
 import numpy as np
 
 from weavegym.core.deadline import wait_for
 from weavegym.core.errors import AgentError, BackendError, HostSetupError, SnapshotError, VMStartError
+from weavegym.core.extras import missing_extra
 from weavegym.core.guest_layout import WORKSPACE_USER
 from weavegym.core.paths import default_cache_dir
 from weavegym.guest_agent.relay import Relay, tcp_listener, vsock_connector
@@ -49,6 +49,11 @@ from weavegym.machine.kvm_probe import choose_accelerator
 from weavegym.machine.window_manager import nudge_window_manager
 from weavegym.vm_images.builder import BuiltImage, require_image
 from weavegym.vm_images.recipe import ImageRecipe
+
+try:
+    import libvirt
+except ModuleNotFoundError as _missing:  # an optional extra (core/extras.py)
+    raise missing_extra(_missing) from None
 
 READY_SNAPSHOT = "ready"
 libvirt.registerErrorHandler(lambda _ctx, _err: None, None)  # errors arrive as exceptions; no stderr noise

@@ -11,10 +11,14 @@ from __future__ import annotations
 
 import time
 
-import libvirt
-import libvirt_qemu
-
 from weavegym.core.errors import SnapshotError
+from weavegym.core.extras import missing_extra
+
+try:
+    import libvirt
+    import libvirt_qemu
+except ModuleNotFoundError as _missing:  # an optional extra (core/extras.py)
+    raise missing_extra(_missing) from None
 
 
 class InternalSnapshots:

@@ -16,10 +16,14 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-import paramiko
-
 from weavegym.core.errors import BackendError, HostSetupError
+from weavegym.core.extras import missing_extra
 from weavegym.guest_agent.relay import Relay, tcp_listener
+
+try:
+    import paramiko
+except ModuleNotFoundError as _missing:  # an optional extra (core/extras.py)
+    raise missing_extra(_missing) from None
 
 HOST_KEY_POLICIES = ("known", "accept-new", "any")
 
