@@ -169,8 +169,20 @@ def test_the_shell_runs_in_its_own_capped_cgroup_and_apps_outlive_an_agent_resta
     assert vm.client is not None
     where = vm.client.exec("cat /proc/self/cgroup; id -un", user="workspace", timeout=30).stdout.split()
     assert where == ["0::/system.slice/weavegym-episode.service", "workspace"], where
-    tasks_max = vm.client.exec("cat /sys/fs/cgroup/system.slice/weavegym-episode.service/pids.max").stdout
+    group = "/sys/fs/cgroup/system.slice/weavegym-episode.service"
+    tasks_max = vm.client.exec(f"cat {group}/pids.max").stdout
     assert tasks_max.strip() == "256"
+    # A memory hog past the group's cap (60% of the guest's RAM) is killed; the agent, the group and the
+    # episode's later commands carry on.
+    total = int(vm.client.exec("awk '/MemTotal/ {print $2 * 1024}' /proc/meminfo").stdout)
+    memory_max = int(vm.client.exec(f"cat {group}/memory.max").stdout)
+    assert 0.5 * total < memory_max <= 0.6 * total + 4096, (memory_max, total)
+    hog = vm.client.exec(["python3", "-c", f"b = b'x' * {int(0.75 * total)}; print('survived')"],
+                         user="workspace", cwd="/", timeout=180)
+    assert hog.exit_code in (-9, 137) and "survived" not in hog.stdout, hog
+    assert vm.client.health(timeout=30).display_ok
+    assert vm.client.exec("systemctl is-active weavegym-episode").stdout.strip() == "active"
+    assert vm.client.exec("cat /proc/self/cgroup", user="workspace").stdout.strip().endswith("weavegym-episode.service")
     assert vm.client.exec("cat /proc/self/cgroup", user="user").stdout.strip().endswith("weavegym-agent.service")
     # An app a command started (as setup's launch_gui does) keeps running when the agent dies and restarts.
     vm.client.exec("setsid -f sleep 4242 >/dev/null 2>&1 </dev/null", user="user", timeout=30)
@@ -188,6 +200,7 @@ def test_the_shell_runs_in_its_own_capped_cgroup_and_apps_outlive_an_agent_resta
     assert vm.client.exec("pgrep -x -u user sleep -a", timeout=30).stdout.split()[1:] == ["sleep", "4242"]
 
 
+@pytest.mark.serial  # every other VM on the host would see libvirtd go away too
 def test_a_libvirtd_restart_mid_episode_is_survived(vm: LibvirtVM) -> None:
     vm.client.exec("echo kept > /tmp/through-restart", timeout=30)
     subprocess.run(["pkill", "-x", "libvirtd"], check=True)
@@ -237,6 +250,7 @@ def test_two_envs_run_side_by_side_without_collisions(vm: LibvirtVM) -> None:
     assert other.name not in _domain_names()
 
 
+@pytest.mark.serial  # gc sweeps the whole host: other tests' VMs would change what it reports
 def test_a_process_killed_mid_episode_leaves_no_vm_and_gc_the_rest(vm: LibvirtVM, tmp_path: Path) -> None:
     script = textwrap.dedent("""
         import json, sys, time

@@ -53,8 +53,6 @@ KERNEL_CMDLINE = ("root=/dev/vda rw console=ttyS0 quiet loglevel=3 net.ifnames=0
 
 
 def domain_xml(spec: DomainSpec) -> str:
-    # The first OEM string is a placeholder: the guest reads the structure's raw bytes line by line, and
-    # its header bytes run into the first string, so a setting there would not be found.
     q = quoteattr
     width, height = spec.screen
     seclabel = ("<seclabel type='static' model='dac' relabel='no'><label>+0:+0</label></seclabel>"
@@ -83,7 +81,6 @@ def domain_xml(spec: DomainSpec) -> str:
   <vcpu>{spec.vcpus}</vcpu>
   <sysinfo type='smbios'>
     <oemStrings>
-      <entry>weavegym</entry>
       <entry>weavegym-screen={width}x{height}</entry>
     </oemStrings>
   </sysinfo>
