@@ -30,7 +30,7 @@ def test_tcp_domain_forwards_only_the_agent_port_on_loopback() -> None:
     assert graphics is not None and graphics.get("port") == "5911" and graphics.get("autoport") == "no"
     assert graphics.find("listen").get("address") == "127.0.0.1"
     oem = [e.text for e in root.iter("entry") if e.text]
-    assert oem == ["weavegym", "weavegym-screen=1280x720"]  # not first: the guest reads the raw structure
+    assert oem == ["weavegym-screen=1280x720"]  # the screen only (the token travels by fw_cfg)
     # The token goes as a fw_cfg file: QEMU's command line names the file, never the token.
     fw_cfg = [(e.get("name"), e.get("file")) for e in root.iterfind("sysinfo[@type='fwcfg']/entry")]
     assert fw_cfg == [("opt/weavegym/token", "/run/x/agent-token")]

@@ -323,3 +323,34 @@ def test_an_exception_inside_a_ray_actors_env_costs_the_episode_not_the_actor() 
         assert info["action_error"] is None
     finally:
         worker.close()
+
+
+def _answered(probe: Probe, truth: dict) -> Verdict:
+    from weavegym.evaluators.answers import check_text
+
+    return check_text(probe.episode.answer, truth["answer"])
+
+
+ANSWER_TASK = Task(
+    id="Weave-DevOps-98", title="Say a word reversed (local test task)",
+    instruction="Answer with the word in {folder}/word.txt reversed: done(answer=...).",
+    channels=Channels(gui="nothing", cli="rev", why_both="a test task for answers"),
+    setup=_setup, clauses=(Clause("answer", "the answer is the word reversed", _answered),),
+    oracle=_oracle, max_steps=4, time_budget_s=120.0,
+)
+
+
+@pytest.mark.parametrize(("ending", "score"), [("right", 1.0), ("wrong", 0.0), ("fail", 0.0)])
+def test_the_checker_reads_the_answer_of_done(ending: str, score: float) -> None:
+    env = WeaveEnv(ANSWER_TASK, backend=LocalBackend(SCREEN), screen_size=SCREEN, settle_stable_s=0.05)
+    try:
+        env.reset(seed=11)
+        answer = env.prepared.truth["answer"]
+        action = {"right": f'done("The word reversed is <answer>{answer}</answer>")', "wrong": 'done("nope")',
+                  "fail": 'fail("cannot read the file")'}[ending]
+        _, reward, terminated, _, info = env.step(action)
+        kind = "fail" if ending == "fail" else "done"
+        assert terminated and reward == score and info["end_reason"] == kind and env.trajectory.end().kind == kind
+        assert repr(answer) in info["evaluation"]["clauses"][0]["evidence"]  # the expected side is shown
+    finally:
+        env.close()

@@ -60,6 +60,19 @@ class StepRecord:
         return data
 
 
+@dataclass(frozen=True)
+class EpisodeEnd:
+    """How the agent ended the episode: ``done`` with its answer, ``fail`` with its reason, or neither.
+
+    ``kind`` is None when the episode was cut (max_steps, time budget) or is still under way. Checkers read
+    it as ``probe.episode``: an answer-returning task scores ``answer``, an infeasible variant ``reason``.
+    """
+
+    kind: str | None = None
+    answer: str = ""
+    reason: str = ""
+
+
 @dataclass
 class Trajectory:
     task_id: str
@@ -85,6 +98,16 @@ class Trajectory:
         """(step index, source) of every shell command and python program the agent ran."""
         return [(s.index, str(s.action.get("command") or s.action.get("code") or ""))
                 for s in self.actions("cli") if s.action is not None]
+
+    def end(self) -> EpisodeEnd:
+        """The agent's own ending, if the last recorded step is an accepted ``done`` or ``fail``."""
+        last = self.steps[-1] if self.steps else None
+        if last is None or last.action is None or last.action_error is not None:
+            return EpisodeEnd()
+        kind = last.action.get("kind")
+        if kind not in ("done", "fail"):
+            return EpisodeEnd()
+        return EpisodeEnd(kind, str(last.action.get("answer") or ""), str(last.action.get("reason") or ""))
 
     def to_jsonl(self) -> str:
         return "".join(json.dumps(s.to_dict(), ensure_ascii=False) + "\n" for s in self.steps)

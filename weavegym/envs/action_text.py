@@ -230,7 +230,8 @@ def describe_field(name: str, width: int, height: int, default_timeout: float, *
         "code": "Python source code.",
         "seconds": "Seconds to wait.",
         "timeout": "Seconds before the call is killed (default {t:g}).",
-        "reason": "Why the task cannot be done.",
+        "reason": "Why the task cannot be done: name what is missing or broken.",
+        "answer": "The answer, if the task asks for one (plain text; <answer>...</answer> tags are honoured).",
     }[name].format(w=width, h=height, t=default_timeout)
     if optional_xy and name == "x":
         text += " Omit x and y to use the current pointer position."

@@ -92,6 +92,7 @@ class Action:
     seconds: float = 1.0
     timeout: float | None = None  # None: the env's ActionLimits.default_timeout_s
     reason: str = ""
+    answer: str = ""  # done(answer=...): what a question-asking task is scored on
 
     @property
     def channel(self) -> Channel:
@@ -214,7 +215,7 @@ class _Checker:
             return None if value is None else _positive(label, value, lim.max_timeout_s)
         if name == "text":
             return _text(label, value, lim.max_type_chars, allow_empty=False)
-        if name == "reason":
+        if name in ("reason", "answer"):
             return _text(label, value, lim.max_type_chars, allow_empty=True)
         if name == "keys":
             keys = _text(label, value, lim.max_key_chars, allow_empty=False)
@@ -395,6 +396,7 @@ def _param_schema(kind: str, name: str, default: Any, width: int, height: int, l
         "seconds": {"type": "number", "exclusiveMinimum": 0, "maximum": lim.max_wait_s},
         "timeout": {"type": "number", "exclusiveMinimum": 0, "maximum": lim.max_timeout_s},
         "reason": {"type": "string", "maxLength": lim.max_type_chars},
+        "answer": {"type": "string", "maxLength": lim.max_type_chars},
     }[name].copy()  # fmt: skip
     out["description"] = describe_field(name, width, height, lim.default_timeout_s, optional_xy=default is None)
     if default is not REQUIRED and default is not None:

@@ -42,10 +42,12 @@ OBSERVATION_KEYS: tuple[str, ...] = ("screen", "terminal", "exit_code", "instruc
 COORDINATE_MODES: tuple[str, ...] = ("discrete", "box")
 _SCROLL_SAMPLE = 10  # sampled scrolls stay small; parse_action accepts up to ActionLimits.max_scroll
 _POSITIONS = ("x", "y", "to_x", "to_y")
-# The space field that carries each kind field. `timeout` and `reason` have none: sampled CLI actions use the
-# env's default deadline, and a sampled fail() gives no reason.
+# The space field that carries each kind field. `timeout` has none: sampled CLI actions use the env's default
+# deadline. done's answer and fail's reason are optional text: they come from `text` when the space has it
+# (another chosen kind needs text), and are left empty otherwise.
 _SPACE_FIELD: dict[str, str] = {**{p: p for p in _POSITIONS}, "button": "button", "dx": "dx", "dy": "dy",
-                                "seconds": "seconds", "keys": "key", "text": "text", "command": "text", "code": "text"}
+                                "seconds": "seconds", "keys": "key", "text": "text", "command": "text", "code": "text",
+                                "answer": "text", "reason": "text"}
 _FIELD_ORDER = ("kind", *_POSITIONS, "button", "dx", "dy", "text", "seconds", "key")
 
 

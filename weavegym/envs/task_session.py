@@ -71,7 +71,7 @@ class TaskSession:
             owners = {d.owner for d in self.task.deliverables if d.owner}
             rules = (DesktopAccessUnchanged(owners - {"root"}), NoDesktopTerminalWork(), *rules)
             clauses = (*clauses, *provenance_clauses(self.task.deliverables))
-        return evaluate(clauses, rules, Probe(backend.client), trajectory, self.prepared.truth,
+        return evaluate(clauses, rules, Probe(backend.client, episode=trajectory.end()), trajectory, self.prepared.truth,
                         pass_threshold=self.task.pass_threshold)
 
     def _load(self, backend: Backend, seed: int) -> tuple[TaskSnapshot, bool]:

@@ -185,14 +185,16 @@ def python(ctx: ExecContext, code: str, timeout: float | None = None) -> ActionO
 
 
 @_kind("control", ends_episode=True)
-def done(ctx: ExecContext) -> ActionOutcome:
-    """Declare the task finished. This ends the episode and triggers scoring."""
+def done(ctx: ExecContext, answer: str = "") -> ActionOutcome:
+    """Declare the task finished, with the answer if the task asks a question. This ends the episode and
+    triggers scoring."""
     return ActionOutcome()
 
 
 @_kind("control", ends_episode=True)
 def fail(ctx: ExecContext, reason: str = "") -> ActionOutcome:
-    """Declare the task infeasible, with a reason. This ends the episode."""
+    """Declare the task infeasible, with the reason (what is missing or broken). This ends the episode and
+    triggers scoring: where a task cannot be done, an honest fail that names the cause is the right answer."""
     return ActionOutcome()
 
 

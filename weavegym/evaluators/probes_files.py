@@ -9,6 +9,7 @@ broken guest) are raised, because then the evaluation itself is unreliable.
 
 from __future__ import annotations
 
+from weavegym.core.trajectory import EpisodeEnd
 from weavegym.core.errors import AgentInternalError, AgentRequestError, AgentTimeoutError, GuestPathNotFoundError
 from weavegym.machine.guest_client import ExecResult, FileStat, GuestClient
 
@@ -28,9 +29,11 @@ _GLOB_SCRIPT = (
 class FileProbe:
     """Read-only file probes; the base the other probe families build on."""
 
-    def __init__(self, client: GuestClient, timeout: float = 30.0) -> None:
+    def __init__(self, client: GuestClient, timeout: float = 30.0, episode: EpisodeEnd | None = None) -> None:
         self.client = client
         self.timeout = timeout
+        # How the agent ended the episode (its done() answer, its fail() reason): see evaluators/answers.py.
+        self.episode = episode or EpisodeEnd()
         # A probe lives for one evaluation of a finished episode, whose state no longer changes, so
         # clauses that parse the same save file or submission share one transfer (see read_bytes).
         self._reads: dict[tuple[str, int], bytes | None] = {}

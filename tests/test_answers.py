@@ -1,0 +1,128 @@
+"""Answer checks: what done(answer=...) and fail(reason=...) say, read deterministically, with evidence."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import numpy as np
+import pytest
+
+from weavegym.core.trajectory import EpisodeEnd, FrameRecord, StepRecord, Trajectory
+from weavegym.envs.actions import parse_action, tool_schema
+from weavegym.evaluators.answers import (
+    check_abstention,
+    check_date,
+    check_items,
+    check_number,
+    check_text,
+    extract_answer,
+    parse_date,
+    parse_quantity,
+    split_items,
+)
+from weavegym.evaluators.scoring import Outcome
+
+SCREEN = (640, 480)
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("42", (42.0, "")),
+    ("The total is 1,234.50 EUR.", (1234.5, "eur")),
+    ("$1,234.50", (1234.5, "usd")),
+    ("−3.5 %", (-3.5, "%")),
+    ("1 048 576 bytes", (1048576.0, "bytes")),
+    ("12\u202f345", (12345.0, "")),
+    ("2.5e3 ms", (2500.0, "ms")),
+    ("about 3 sheep", (3.0, "")),
+    ("<answer>7 GiB</answer> (I think 8 at first)", (7.0, "gib")),
+    ("no digits here", None),
+])
+def test_quantities_are_read_with_their_units(text: str, expected: tuple[float, str] | None) -> None:
+    assert parse_quantity(text) == expected
+
+
+def test_numbers_compare_with_tolerance_and_unit_conversion() -> None:
+    assert check_number("1.5 KiB", 1536, unit="B").outcome == Outcome.SATISFIED
+    assert check_number("1536", 1536, unit="B").outcome == Outcome.SATISFIED  # no unit: the expected one
+    assert check_number("90 min", 1.5, unit="h").outcome == Outcome.SATISFIED
+    assert check_number("2237.57", 2237.571, abs_tol=0.005).outcome == Outcome.SATISFIED
+    assert check_number("2237.6", 2237.571, abs_tol=0.005).outcome == Outcome.FAILED
+    assert check_number("101", 100, rel_tol=0.02).outcome == Outcome.SATISFIED
+    wrong_kind = check_number("3 seconds", 3, unit="MB")
+    assert wrong_kind.outcome == Outcome.FAILED and "not a unit of bytes" in wrong_kind.evidence
+    evidence = check_number("I'd say 2236", 2237.57, abs_tol=0.005).evidence
+    assert "2236" in evidence and "2237.57" in evidence  # both sides shown
+    assert check_number("none", 5).outcome == Outcome.FAILED
+
+
+def test_text_and_answer_tags() -> None:
+    assert extract_answer("thinking... <answer> build-4821 </answer>") == "build-4821"
+    assert extract_answer("<ANSWER>a</ANSWER> then <answer>b</answer>") == "b"  # the last one counts
+    assert check_text('"Build-4821."', "build-4821").outcome == Outcome.SATISFIED
+    assert check_text("ﬁle-A", ["file-a", "file a"]).outcome == Outcome.SATISFIED  # NFKC folds the ligature
+    assert check_text("build-4822", "build-4821").outcome == Outcome.FAILED
+
+
+def test_lists_as_sets_or_in_order_with_partial_credit() -> None:
+    assert split_items("- alpha\n- Beta\n3. gamma") == ["alpha", "beta", "gamma"]
+    assert split_items("alpha, beta and gamma; delta") == ["alpha", "beta", "gamma", "delta"]
+    assert check_items("gamma, alpha, beta", ["alpha", "beta", "gamma"]).outcome == Outcome.SATISFIED
+    assert check_items("gamma, alpha, beta", ["alpha", "beta", "gamma"], ordered=True).outcome == Outcome.PARTIAL
+    assert check_items("alpha, beta, gamma", ["alpha", "beta", "gamma"], ordered=True).outcome == Outcome.SATISFIED
+    some = check_items("alpha", ["alpha", "beta"])
+    assert some.outcome == Outcome.PARTIAL and "'beta'" in some.evidence
+    padded = check_items("alpha, beta, zeta", ["alpha", "beta"])  # an extra item is not partial credit
+    assert padded.outcome == Outcome.FAILED and "'zeta'" in padded.evidence
+    assert check_items("alpha, alpha", ["alpha"]).outcome == Outcome.FAILED  # multiset: duplicates count
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("2026-12-02", dt.date(2026, 12, 2)),
+    ("on 2 December 2026", dt.date(2026, 12, 2)),
+    ("Dec 2, 2026", dt.date(2026, 12, 2)),
+    ("the 2nd Dec. 2026", dt.date(2026, 12, 2)),
+    ("25/12/2026", dt.date(2026, 12, 25)),
+    ("12/25/2026", dt.date(2026, 12, 25)),
+    ("03/04/2026", None),  # March 4th or 3 April: not read
+    ("2026-02-30", None),
+])
+def test_dates_are_read_only_when_unambiguous(text: str, expected: dt.date | None) -> None:
+    assert parse_date(text) == expected
+
+
+def test_date_check_shows_both_sides() -> None:
+    verdict = check_date("Dec 3, 2026", dt.date(2026, 12, 2))
+    assert verdict.outcome == Outcome.FAILED and "2026-12-03" in verdict.evidence and "2026-12-02" in verdict.evidence
+
+
+def test_abstention_needs_fail_with_a_named_cause_only_where_the_task_is_infeasible() -> None:
+    gave_up = EpisodeEnd("fail", reason="No intact backup: nightly-0412.tar.gz is missing")
+    assert check_abstention(gave_up, feasible=False, causes=["nightly-0412"]).outcome == Outcome.SATISFIED
+    vague = EpisodeEnd("fail", reason="something is wrong")
+    assert check_abstention(vague, feasible=False, causes=["nightly-0412"]).outcome == Outcome.PARTIAL
+    fabricated = EpisodeEnd("done", answer="restored")
+    assert check_abstention(fabricated, feasible=False, causes=["nightly-0412"]).outcome == Outcome.FAILED
+    assert check_abstention(gave_up, feasible=True).outcome == Outcome.FAILED
+    assert check_abstention(EpisodeEnd("done"), feasible=True).outcome == Outcome.SATISFIED
+
+
+def _trajectory(*actions: str) -> Trajectory:
+    t = Trajectory("Weave-Test-1", 0, "")
+    for i, text in enumerate(actions, 1):
+        action = parse_action(text, SCREEN)
+        t.record(StepRecord(index=i, channel=action.channel, frame=FrameRecord.of(i, np.zeros((4, 4, 3), np.uint8)),
+                            action=action.to_dict(), action_text=action.to_text()))
+    return t
+
+
+def test_done_carries_an_answer_in_every_form_and_the_trajectory_keeps_it() -> None:
+    assert parse_action("done()", SCREEN).answer == ""
+    assert parse_action('done("42 GiB")', SCREEN).answer == "42 GiB"
+    assert parse_action({"kind": "done", "answer": "x"}, SCREEN).to_text() == 'done("x")'
+    call = {"type": "function", "function": {"name": "done", "arguments": '{"answer": "build-4821"}'}}
+    assert parse_action(call, SCREEN).answer == "build-4821"
+    schema = next(t for t in tool_schema(SCREEN) if t["function"]["name"] == "done")["function"]["parameters"]
+    assert schema["required"] == [] and "answer" in schema["properties"]
+    assert _trajectory("click(1, 2)", 'done("<answer>7</answer>")').end() == EpisodeEnd("done", "<answer>7</answer>")
+    assert _trajectory('fail("no backup")').end() == EpisodeEnd("fail", reason="no backup")
+    assert _trajectory("click(1, 2)").end() == EpisodeEnd()  # cut short: no ending of the agent's own
