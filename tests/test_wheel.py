@@ -57,9 +57,13 @@ def test_the_wheel_holds_the_package_and_no_source_tree(wheel_venv: Path, tmp_pa
     assert (base, full) == (ImageRecipe().name, ImageRecipe(profile="full").name)
     assert _run([str(wheel_venv / "bin/weavegym"), "--version"], tmp_path).stdout.strip() == f"weavegym {version}"
     # An extra that is not installed is named in one line, not a bare ModuleNotFoundError.
-    missing = _run([python, "-c", "import weavegym.baselines.llm_agent"], tmp_path, check=False)
-    assert missing.returncode == 1 and "pip install 'weavegym[llm]'" in missing.stderr
+    missing = _run([python, "-c", "import weavegym.reporting.report"], tmp_path, check=False)
+    assert missing.returncode == 1 and "pip install 'weavegym[report]'" in missing.stderr
     assert "MissingExtraError" in missing.stderr
+    # The llm baseline is importable (the runner lists it) and says what it needs when it is built.
+    llm = _run([python, "-c", "from weavegym.baselines import make_policy; "
+                "make_policy('llm', base_url='http://127.0.0.1:9/v1', model='m')"], tmp_path, check=False)
+    assert llm.returncode == 1 and "pip install 'weavegym[llm]'" in llm.stderr
 
 
 def test_the_installed_wheel_boots_and_scores_a_base_task(wheel_venv: Path, tmp_path: Path) -> None:

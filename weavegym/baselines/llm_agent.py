@@ -18,7 +18,7 @@ import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -29,10 +29,8 @@ from weavegym.core.extras import missing_extra
 from weavegym.envs.actions import CLI_KINDS, tool_schema
 from weavegym.envs.task import ActionLike
 
-try:
+if TYPE_CHECKING:
     import httpx
-except ModuleNotFoundError as _missing:  # an optional extra (core/extras.py)
-    raise missing_extra(_missing) from None
 
 WAIT: dict[str, Any] = {"kind": "wait", "seconds": 1.0}
 _COORDINATES = (("x", 0), ("y", 1), ("to_x", 0), ("to_y", 1))  # field, axis (0: width, 1: height)
@@ -118,6 +116,11 @@ class LLMAgent:
         if not config.model:
             raise ValueError("no model: set WEAVEGYM_LLM_MODEL or pass model")
         self.url = config.base_url.rstrip("/") + "/chat/completions"
+        try:  # here, not at import: `weavegym run --agent oracle` must work without the llm extra
+            import httpx
+        except ModuleNotFoundError as exc:
+            raise missing_extra(exc) from None
+        self._httpx = httpx
         self._owns_http = http is None
         self._http = http if http is not None else httpx.Client(
             timeout=httpx.Timeout(config.timeout_s, connect=min(config.connect_timeout_s, config.timeout_s)))
@@ -274,7 +277,7 @@ class LLMAgent:
             wait: float | None = None
             try:
                 response = self._http.post(self.url, json=body, headers=self._headers)
-            except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError) as exc:
+            except (self._httpx.TimeoutException, self._httpx.NetworkError, self._httpx.RemoteProtocolError) as exc:
                 problem, status = f"{type(exc).__name__}: {exc or 'no details'}", None
             else:
                 status = response.status_code
