@@ -215,6 +215,16 @@ def _shaped_env(**options: object) -> WeaveEnv:
                           settle_stable_s=0.05, **options)
 
 
+def _check_env_without_warnings(env: gymnasium.Env) -> None:
+    """Gymnasium's checker, no warnings allowed. The render-mode and close checks make more envs from the spec,
+    whose kwargs hold this env's backend object (it must not be shared); they do not depend on the spaces and
+    run on VMs in test_env_gym.py's check_env test."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        check_env(env.unwrapped, skip_render_check=True, skip_close_check=True)
+    assert [str(w.message) for w in caught] == []
+
+
 @pytest.mark.parametrize("options", [
     {"action_kinds": POINTER_AND_KEYS, "coordinates": "box", "key_vocabulary": ["Escape", "Tab", "ctrl+a"]},
     {"action_kinds": POINTER_AND_KEYS, "observation_keys": ["screen", "terminal"], "observation_size": (160, 120),
@@ -224,13 +234,7 @@ def test_check_env_passes_for_the_documented_configurations(options: dict) -> No
     """Gymnasium's checker on the shaped spaces (CLI kinds left out: sampled commands would run on this host)."""
     env = _shaped_env(**options)
     try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            # The render-mode and close checks make more envs from the spec, whose kwargs hold this env's
-            # backend object (it must not be shared); they do not depend on the spaces and run on VMs in
-            # test_env_gym.py's check_env test.
-            check_env(env.unwrapped, skip_render_check=True, skip_close_check=True)
-        assert [str(w.message) for w in caught] == []
+        _check_env_without_warnings(env)
     finally:
         env.close()
 
@@ -291,10 +295,7 @@ def test_wrapped_for_rl_libraries_the_env_steps_with_array_actions_and_observati
             obs, _, _, truncated, info = env.step(env.action_space.sample())
             assert info["action_error"] is None and obs in env.observation_space
         assert truncated and "evaluation" in info
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            check_env(env.unwrapped, skip_render_check=True, skip_close_check=True)
-        assert [str(w.message) for w in caught] == []
+        _check_env_without_warnings(env)
     finally:
         env.close()
 
