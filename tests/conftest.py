@@ -11,11 +11,15 @@ Every test gets exactly one tier marker, so a tier can run alone (``pytest -m un
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
+from weavegym.core.deadline import wait_for
 from weavegym.machine.guest_client import GuestClient
 from weavegym.testing.local_agent import LocalAgent, LocalAgentConfig
 from weavegym.testing.xvfb import XvfbDisplay
@@ -54,3 +58,47 @@ def client(agent: LocalAgent) -> Iterator[GuestClient]:
     with agent.client() as c:
         c.wait_ready(20)
         yield c
+
+
+def _unused_uid(low: int = 61000, high: int = 64999) -> int:
+    """A uid no account has and no process runs as, zombies included.
+
+    A killed fork bomb's children are reparented to PID 1, and on hosts whose PID 1 does not reap, their
+    zombies stay and keep counting against RLIMIT_NPROC for that uid: a reused uid would inherit them.
+    """
+    import pwd
+
+    in_use = {entry.pw_uid for entry in pwd.getpwall()}
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            uid_line = next(line for line in status.read_text().splitlines() if line.startswith("Uid:"))
+        except (OSError, StopIteration):
+            continue  # the process ended while we looked
+        in_use.add(int(uid_line.split()[1]))
+    free = next((uid for uid in range(low, high + 1) if uid not in in_use), None)
+    if free is None:
+        pytest.fail(f"no free uid in {low}..{high} for a throwaway account")
+    return free
+
+
+@pytest.fixture()
+def throwaway_account() -> Iterator[str]:
+    """A system account made for one test and removed after it, with every process it left killed.
+
+    Per-user limits (RLIMIT_NPROC) count every process of the uid on the host, zombies included, so a
+    test that caps an account must own that account instead of borrowing a shared one like ``nobody``.
+    """
+    if os.getuid() != 0:
+        pytest.skip("creating an account needs root")
+    name = f"wgtest{os.getpid()}"
+    uid = _unused_uid()
+    subprocess.run(["useradd", "--system", "--uid", str(uid), "--no-create-home", "--home-dir", "/nonexistent",
+                    "--shell", "/usr/sbin/nologin", name], check=True, capture_output=True)
+    try:
+        yield name
+    finally:
+        def removed() -> bool:  # userdel refuses (exit 8) while a process of the account is still exiting
+            subprocess.run(["pkill", "-KILL", "-u", name], check=False)
+            return subprocess.run(["userdel", name], check=False, capture_output=True).returncode in (0, 6)
+
+        wait_for(removed, 30, what=f"the test account {name} to be removed")

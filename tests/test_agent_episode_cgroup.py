@@ -20,7 +20,6 @@ from weavegym.testing.local_agent import LocalAgent, LocalAgentConfig
 from weavegym.testing.xvfb import XvfbDisplay
 
 PIDS_HIERARCHY = Path("/sys/fs/cgroup/pids")  # cgroup v1 on these hosts; a guest has v2 (same files used)
-ACCOUNT = "nobody"
 CAP = 40
 
 
@@ -50,18 +49,18 @@ def group() -> Iterator[Path]:
         path.rmdir()
 
 
-@pytest.mark.serial  # its fork bomb runs as the host's `nobody`, whose process count is host-wide
 def test_a_capped_accounts_commands_run_in_the_group_and_a_fork_bomb_stops_there(
-        xvfb: XvfbDisplay, group: Path) -> None:
-    args = ("--no-display-for", ACCOUNT, "--episode-cgroup", str(group))
+        xvfb: XvfbDisplay, group: Path, throwaway_account: str) -> None:
+    account = throwaway_account  # an account of its own: per-user process counts are host-wide
+    args = ("--no-display-for", account, "--episode-cgroup", str(group))
     with LocalAgent(LocalAgentConfig(display=xvfb.display, extra_args=args)) as agent, agent.client() as client:
         client.wait_ready(20)
-        where = client.exec("cat /proc/self/cgroup; id -un", user=ACCOUNT, cwd="/tmp", timeout=20).stdout
-        assert f"pids:/{group.name}" in where and where.split()[-1] == ACCOUNT, where
+        where = client.exec("cat /proc/self/cgroup; id -un", user=account, cwd="/tmp", timeout=20).stdout
+        assert f"pids:/{group.name}" in where and where.split()[-1] == account, where
         assert f"pids:/{group.name}" not in client.exec("cat /proc/self/cgroup", timeout=20).stdout  # root's: not
         bomb = ("python3 -c 'import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass'"
                 " &> /dev/null & sleep 3; echo started")
-        assert client.exec(bomb, user=ACCOUNT, cwd="/tmp", timeout=20).stdout.strip() == "started"
+        assert client.exec(bomb, user=account, cwd="/tmp", timeout=20).stdout.strip() == "started"
         assert int((group / "pids.events").read_text().split()[-1]) > 0  # the cap was reached
         # The agent, outside the group, still starts commands while the bomb's leftovers hold the cap.
         assert client.exec("echo served", timeout=20).stdout.strip() == "served"

@@ -113,7 +113,8 @@ def test_reset_removes_files_and_windows(vm: LibvirtVM) -> None:
     assert vm.client is not None
     vm.client.exec("echo before > /home/user/before-reset.txt", user="user")
     # -e: no interactive bash inside, whose prompt would retitle the window.
-    vm.client.exec("xterm -T weavegym-before-reset -e sleep 600 >/dev/null 2>&1 &", user="user")
+    started = vm.client.exec("xterm -T weavegym-before-reset -e sleep 600 >/dev/null 2>&1 &", user="user")
+    assert started.exit_code == 0, started
     wait_for(lambda: "weavegym-before-reset" in _window_titles(vm), 60, what="the xterm window")
     assert vm.client.stat("/home/user/before-reset.txt").exists
 
@@ -133,7 +134,9 @@ def test_agent_screenshot_matches_a_real_vnc_client(vm: LibvirtVM, tmp_path: Pat
     from vncdotool import api
 
     assert vm.client is not None
-    vm.client.exec("xterm -T weavegym-vnc -geometry 60x15+100+100 -e 'echo vnc check; sleep 600' &", user="user")
+    started = vm.client.exec("xterm -T weavegym-vnc -geometry 60x15+100+100 -e 'echo vnc check; sleep 600' "
+                             ">/dev/null 2>&1 &", user="user")
+    assert started.exit_code == 0, started
     wait_for(lambda: "weavegym-vnc" in _window_titles(vm), 60, what="the xterm window")
     vm.client.move(1270, 710)
     agent_frame = vm.client.screenshot(hide_cursor=True).image

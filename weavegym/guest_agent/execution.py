@@ -40,8 +40,7 @@ class ExecSpec:
 
     argv: list[str]
     cwd: str
-    env: dict[str, str]
-    user: pwd.struct_passwd | None
+    env: dict[str, str]  # the account switch, if any, is part of argv (see _as_account)
     stdin: bytes
     timeout_s: float
     max_output_bytes: int
@@ -159,31 +158,42 @@ def build_spec(
         _check_text(value, f"environment variable {key}")
         full_env[key] = value
     capped = account is not None and name in defaults.no_display_users
-    if capped and defaults.episode_cgroup:
-        # Still root, the child joins the episode's group (writing 0 moves the writer itself, before the
-        # command can fork), then drops to the account and execs the command. No preexec_fn: it is unsafe
-        # in the agent's threaded server.
-        if shutil.which(argv[0], path=full_env["PATH"]) is None:  # as Popen would have said, before the wrapper
-            raise NotFound(f"command not found: {argv[0]!r}")
-        assert account is not None
-        argv = ["/bin/sh", "-c", 'echo 0 > "$0" && exec "$@"', defaults.episode_cgroup, "/usr/bin/setpriv",
-                f"--reuid={account.pw_uid}", f"--regid={account.pw_gid}", "--init-groups", "--", *argv]
-        account = None  # the wrapper switches; Popen must not
-    elif capped and defaults.process_limit:
-        # prlimit runs as the account (after the switch), so it may lower its own limit, then execs the
-        # command.
-        argv = ["prlimit", f"--nproc={defaults.process_limit}", "--", *argv]
+    if account is not None:
+        argv = _as_account(argv, account, full_env["PATH"], capped, defaults)
     return ExecSpec(
         argv=argv,
         cwd=workdir,
         env=full_env,
-        user=account,
         stdin=stdin,
         timeout_s=timeout,
         max_output_bytes=DEFAULT_MAX_OUTPUT if max_output_bytes == 0 else max_output_bytes,
         merge_stderr=merge_stderr,
         cleanup_paths=cleanup_paths,
     )
+
+
+def _as_account(argv: list[str], account: pwd.struct_passwd, path: str, capped: bool,
+                defaults: ExecDefaults) -> list[str]:
+    """The command behind a wrapper that switches to ``account`` (and caps it) after the exec.
+
+    Popen's own ``user=``/``group=`` make it fork() the agent, a threaded gRPC server, and the child
+    then runs gRPC's fork handlers and glibc's set*id broadcast before exec: with grpcio 1.85 about one
+    such child in three died of SIGSEGV (measured on a host Xvfb agent). Without a uid change Popen uses
+    vfork(), which runs no handlers; setpriv then drops to the account. No preexec_fn either: it is
+    unsafe in a threaded server.
+    """
+    if shutil.which(argv[0], path=path) is None:  # as Popen would have said, before the wrapper
+        raise NotFound(f"command not found: {argv[0]!r}")
+    switch = ["/usr/bin/setpriv", f"--reuid={account.pw_uid}", f"--regid={account.pw_gid}", "--init-groups", "--"]
+    if capped and defaults.episode_cgroup:
+        # Still root, the child joins the episode's group (writing 0 moves the writer itself, before the
+        # command can fork), then drops to the account and execs the command.
+        return ["/bin/sh", "-c", 'echo 0 > "$0" && exec "$@"', defaults.episode_cgroup, *switch, *argv]
+    if capped and defaults.process_limit:
+        # prlimit runs as the account (after the switch), so it may lower its own limit, then execs the
+        # command.
+        return [*switch, "prlimit", f"--nproc={defaults.process_limit}", "--", *argv]
+    return [*switch, *argv]
 
 
 def _resolve_user(user: str) -> pwd.struct_passwd | None:
@@ -213,7 +223,6 @@ def write_python_source(code: str) -> str:
 def run(spec: ExecSpec, cancelled: Callable[[], bool] = lambda: False) -> Iterator[ExecEvent]:
     """Start the process and yield Started, Output…, Exited. ``cancelled`` aborts (client gone)."""
     start = time.monotonic()
-    user = spec.user
     try:
         proc = subprocess.Popen(
             spec.argv,
@@ -223,9 +232,6 @@ def run(spec: ExecSpec, cancelled: Callable[[], bool] = lambda: False) -> Iterat
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT if spec.merge_stderr else subprocess.PIPE,
             start_new_session=True,
-            user=user.pw_uid if user else None,
-            group=user.pw_gid if user else None,
-            extra_groups=os.getgrouplist(user.pw_name, user.pw_gid) if user else None,
         )
     except FileNotFoundError:
         _cleanup(spec)

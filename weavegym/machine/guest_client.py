@@ -187,7 +187,11 @@ class GuestClient:
             ("grpc.keepalive_time_ms", keepalive_ms),
             ("grpc.keepalive_timeout_ms", 10_000),
             ("grpc.keepalive_permit_without_calls", 1),
-                # Snappy reconnects: the default backoff grows to two minutes.
+            # A channel of its own subchannels: by default gRPC shares them process-wide, so the new
+            # channel of reconnect() would inherit the old one's backoff and fail with its cached
+            # "connection refused" although the agent is listening again.
+            ("grpc.use_local_subchannel_pool", 1),
+            # Snappy reconnects: the default backoff grows to two minutes.
             ("grpc.initial_reconnect_backoff_ms", 100),
             ("grpc.min_reconnect_backoff_ms", 100),
             ("grpc.max_reconnect_backoff_ms", 1000),
