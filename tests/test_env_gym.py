@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
 import subprocess
 import sys
 import warnings
 from dataclasses import replace
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -27,6 +31,8 @@ def test_import_registers_every_task() -> None:
     for task_id in ids:
         spec = gym.spec(task_id)
         assert spec.entry_point == "weavegym.envs.weave_env:WeaveEnv" and spec.kwargs == {"task_id": task_id}
+        # max_episode_steps=N still ends with a score: the wrapper hands the limit to the env (test_env_local.py)
+        assert [w.name for w in spec.additional_wrappers] == ["StepLimitSync"]
         domain = task_id.split("-")[1]
         assert domain in DOMAINS and get_task(task_id).domain == domain
 
@@ -42,6 +48,12 @@ def test_make_options_are_validated_without_booting() -> None:
         gym.make("Weave-DevOps-1", screen_sise=(1, 2))
     with pytest.raises(ValueError, match="screen_size"):
         gym.make("Weave-DevOps-1", screen_size=(10, 10))
+    with pytest.raises(ValueError, match="action_kinds"):
+        gym.make("Weave-DevOps-1", action_kinds=["click", "teleport"])
+    shaped = gym.make("Weave-DevOps-1", action_kinds=["key", "click"], coordinates="box", observation_keys=["screen"],
+                      observation_size=(320, 180), grayscale=True).unwrapped
+    assert shaped.action_space["kind"].n == 2 and shaped.observation_space["screen"].shape == (180, 320, 1)
+    shaped.close()
     with pytest.raises(ValueError, match="unknown backend"):
         WeaveEnv("Weave-DevOps-1", backend="docker").reset()
     with pytest.raises(weavegym.TaskError, match="unknown task"):
@@ -90,26 +102,54 @@ def test_full_hd_screen() -> None:
         env.close()
 
 
-def test_async_vector_env_random_steps_with_autoreset() -> None:
-    envs = gym.make_vec("Weave-Productivity-1", num_envs=2, vectorization_mode="async",
-                        vector_kwargs={"shared_memory": True}, max_steps=4)
+GUI_KINDS_SAMPLED = ["move", "click", "double_click", "right_click", "drag", "scroll", "key", "mouse_down", "mouse_up"]
+
+
+def _kill_qemu_of(owner_pid: int) -> None:
+    """SIGKILL the QEMU of the VM that process ``owner_pid`` started (domains are named weavegym-<pid>-<hex>)."""
+    mark = f"guest=weavegym-{owner_pid}-".encode()
+    killed = 0
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        with contextlib.suppress(OSError):
+            if mark in cmdline.read_bytes():
+                os.kill(int(cmdline.parent.name), signal.SIGKILL)
+                killed += 1
+    assert killed == 1, f"expected one QEMU of process {owner_pid}, killed {killed}"
+
+
+def test_async_vector_env_of_sampled_gui_actions_survives_a_killed_vm() -> None:
+    """RL's loop: sampled actions only, none refused; episodes end by max_steps; a VM killed mid-run costs that
+    one episode (truncated, unscored, info["env_failure"]) and the vector env keeps stepping."""
+    envs = gym.make_vec("Weave-DevOps-1", num_envs=2, vectorization_mode="async",
+                        vector_kwargs={"shared_memory": True}, max_steps=5, action_kinds=GUI_KINDS_SAMPLED)
     try:
         assert isinstance(envs, gym.vector.AsyncVectorEnv) and envs.shared_memory
         obs, _infos = envs.reset(seed=[0, 1])
-        assert obs["screen"].shape == (2, 720, 1280, 3) and all("Expense approval" in s for s in obs["instruction"])
+        assert obs["screen"].shape == (2, 720, 1280, 3) and all("inventory" in s for s in obs["instruction"])
         envs.action_space.seed(7)
-        episodes_ended, rewards = 0, []
-        for _ in range(20):
-            obs, reward, terminated, truncated, _infos = envs.step(envs.action_space.sample())
+        ends: list[tuple[int, str, float]] = []
+        for step in range(30):
+            if step == 7:
+                _kill_qemu_of(envs.processes[0].pid)
+            obs, reward, terminated, truncated, infos = envs.step(envs.action_space.sample())
             assert obs in envs.observation_space
-            assert all("Expense approval" in s for s in obs["instruction"])  # live text, not stale NULs
-            ended = np.logical_or(terminated, truncated)
-            episodes_ended += int(ended.sum())
-            rewards.extend(reward[ended].tolist())
-            assert np.all(reward[~ended] == 0.0)
-        # max_steps=4 forces episodes to end, and the next step auto-resets them.
-        assert episodes_ended >= 4
-        assert all(0.0 <= r <= 1.0 for r in rewards)
+            assert all("inventory" in s for s in obs["instruction"])  # live text, not stale NULs
+            refused = [e for e, present in zip(infos["action_error"], infos["_action_error"], strict=True)
+                       if present and e is not None]
+            assert refused == [], f"step {step}: sampled actions were refused: {refused}"
+            assert not terminated.any()  # no done/fail among the kinds
+            for i in np.flatnonzero(truncated):
+                ends.append((int(i), str(infos["end_reason"][i]), float(reward[i])))
+                if infos["end_reason"][i] == "max_steps":  # scored even though no action ended it
+                    # Vector infos nest a dict-valued key: evaluation.score is an array over the envs.
+                    assert infos["_evaluation"][i] and 0.0 <= infos["evaluation"]["score"][i] <= 1.0
+        failures = [e for e in ends if e[1] == "env_failure"]
+        assert [(i, r) for i, _, r in failures] == [(0, 0.0)], ends
+        assert all(reason == "max_steps" for _, reason, _ in ends if reason != "env_failure"), ends
+        after = ends.index(failures[0])
+        assert any(i == 0 and reason == "max_steps" for i, reason, _ in ends[after:]), \
+            f"the killed env never finished another episode: {ends}"
+        assert sum(1 for i, *_ in ends if i == 1) >= 4  # the other env never stopped
     finally:
         envs.close()
 
