@@ -6,7 +6,9 @@ Every test gets exactly one tier marker, so a tier can run alone (``pytest -m un
 - ``xvfb``: a host Xvfb and the real guest agent as a local process (any test that uses the
   ``xvfb``/``agent``/``client`` fixtures, or whose module says ``pytestmark = pytest.mark.xvfb``);
 - ``vm``: boots VMs under libvirt (modules say ``pytestmark = pytest.mark.vm``);
-- ``full_image``: needs the ``full`` image (``make test-full``), a kind of ``vm``.
+- ``full_image``: needs the ``full`` image (``make test-full``), a kind of ``vm``;
+- ``heavy``: a long multi-VM scenario on the base image (``make test-heavy``), a kind of ``vm`` that
+  ``make test`` leaves out to stay well inside CI's time (Ray's killed actor, a killed and resumed run).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ _XVFB_FIXTURES = frozenset({"xvfb", "agent", "client"})
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        if item.get_closest_marker("full_image"):
+        if item.get_closest_marker("full_image") or item.get_closest_marker("heavy"):
             item.add_marker(pytest.mark.vm)
         elif item.get_closest_marker("vm") or item.get_closest_marker("xvfb"):
             continue

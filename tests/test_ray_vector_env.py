@@ -46,7 +46,8 @@ def test_placement_gives_up_at_its_deadline_when_every_vm_slot_is_taken(local_cl
         holder.close()
 
 
-@pytest.mark.timeout(1500)  # three VM boots (two at once, then the replacement) on two cores
+@pytest.mark.heavy  # three VM boots (two at once, then the replacement): `make test-heavy`
+@pytest.mark.timeout(1500)
 def test_two_envs_step_with_autoreset_and_survive_a_killed_actor(local_cluster) -> None:
     envs = RayVectorEnv(TASK, 2, max_steps=3)
     try:

@@ -52,6 +52,7 @@ def test_run_oracle_two_workers_writes_every_file(tmp_path: Path) -> None:
     assert (out / "Weave-DevOps-1" / "ep0" / "episode.gif").stat().st_size > 10_000
 
 
+@pytest.mark.heavy  # three episodes, a killed CLI, gc and a second VM boot: `make test-heavy`
 def test_kill_mid_run_then_resume_finishes_the_rest(tmp_path: Path) -> None:
     out = tmp_path / "run"
     args = [*CLI, "run", "--agent", "noop", "--tasks", "Weave-DevOps-1", "--episodes", "3", "--out", str(out)]
