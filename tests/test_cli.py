@@ -28,6 +28,12 @@ def test_an_unknown_agent_is_refused_before_anything_starts(tmp_path: Path) -> N
     result = _cli("run", "--agent", "foo", "--tasks", "Weave-DevOps-1", "--out", str(tmp_path / "run"))
     assert result.returncode == 2 and "unknown agent 'foo'" in result.stderr and "oracle" in result.stderr
     assert not (tmp_path / "run").exists()
+    # debug too refuses before it boots anything (a boot would take far longer than this test's budget).
+    debug = _cli("debug", "Weave-DevOps-1", "--agent", "foo")
+    assert debug.returncode == 2 and "unknown agent 'foo'" in debug.stderr, debug.stderr
+    assert "booting" not in debug.stdout
+    missing = _cli("debug", "Weave-DevOps-99")
+    assert missing.returncode == 1 and "unknown task 'Weave-DevOps-99'" in missing.stderr, missing.stderr
 
 
 def test_a_run_whose_episodes_errored_exits_non_zero(tmp_path: Path) -> None:

@@ -323,14 +323,11 @@ def run(
     """Run an agent over tasks headless; writes steps, frames, evaluations and results.json."""
     from rich.table import Table
 
-    from weavegym.baselines.factory import POLICY_NAMES
     from weavegym.baselines.runner import RunConfig, plan
     from weavegym.baselines.runner import run as run_all
     from weavegym.envs.tasks import match_tasks
 
-    if agent not in POLICY_NAMES:  # checked here, not inside the workers after the VMs booted
-        err.print(f"[red]unknown agent {agent!r}; known agents: {', '.join(POLICY_NAMES)}[/red]")
-        raise typer.Exit(2)
+    _require_known_agent(agent)  # here, not inside the workers after the VMs booted
     selected = [t.id for t in match_tasks(tasks)]  # e.g. "Weave-Productivity-1,Weave-DevOps-*"
     if not selected:
         err.print(f"[red]no task matches {tasks!r}[/red]")
@@ -389,6 +386,15 @@ def report(
             print(f"{export}: {export_episode(episode, episode / f'episode.{export}', fps=fps)}")
 
 
+def _require_known_agent(agent: str) -> None:
+    """Exit 2 with the list of agents before anything boots: a typo must not cost a VM boot."""
+    from weavegym.baselines.factory import POLICY_NAMES
+
+    if agent not in POLICY_NAMES:
+        err.print(f"[red]unknown agent {agent!r}; known agents: {', '.join(POLICY_NAMES)}[/red]")
+        raise typer.Exit(2)
+
+
 @app.command()
 def debug(
     task_id: str = typer.Argument(..., help="The task to open, e.g. Weave-DevOps-1."),
@@ -396,8 +402,12 @@ def debug(
     seed: int = typer.Option(0, help="Task seed."),
 ) -> None:
     """Boot one episode, print its VNC address and password, step an agent by hand or let a human drive."""
+    from weavegym.envs.tasks import get_task
     from weavegym.reporting.debug import debug_episode
 
+    if agent is not None:
+        _require_known_agent(agent)
+    get_task(task_id)  # an unknown id is a one-line TaskError (exit 1) before anything boots
     debug_episode(task_id, agent, seed, read_line=sys.stdin.readline, out=sys.stdout)
 
 
