@@ -96,12 +96,12 @@ test-unit: system-deps venv
 test: setup check-protos lint image
 	WEAVEGYM_CACHE_DIR=$(CACHE_DIR) $(PY) -m pytest -q -m "not full_image and not heavy" --durations=25
 
-# Long multi-VM scenarios on the base image (Ray with a killed actor, a killed run resumed): about 5 minutes
+# Long multi-VM scenarios on the base image (Ray with a killed actor, a killed run resumed): about 4.5 minutes
 # here. Left out of `make test` to keep CI well inside its time; run before touching the runner or Ray.
 test-heavy: image
 	WEAVEGYM_CACHE_DIR=$(CACHE_DIR) $(PY) -m pytest -q -m heavy --durations=10
 
-# The heavy suites: build the `full` image (XFCE and task apps) and boot it. Not part of CI's `make test`.
+# The full-image suite: build the `full` image (XFCE and task apps) and boot it. Not part of CI's `make test`.
 image-full: setup
 	$(SUDO) $(VENV)/bin/weavegym image build --profile full --cache-dir $(CACHE_DIR)
 
