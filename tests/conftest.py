@@ -14,6 +14,7 @@ Every test gets exactly one tier marker, so a tier can run alone (``pytest -m un
 from __future__ import annotations
 
 import os
+import pwd
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -68,8 +69,6 @@ def _unused_uid(low: int = 61000, high: int = 64999) -> int:
     A killed fork bomb's children are reparented to PID 1, and on hosts whose PID 1 does not reap, their
     zombies stay and keep counting against RLIMIT_NPROC for that uid: a reused uid would inherit them.
     """
-    import pwd
-
     in_use = {entry.pw_uid for entry in pwd.getpwall()}
     for status in Path("/proc").glob("[0-9]*/status"):
         try:
