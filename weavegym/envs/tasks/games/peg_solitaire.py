@@ -22,10 +22,10 @@ from weavegym.envs.setup_context import HOME, SetupContext
 from weavegym.envs.task import ActionLike, Channels, OracleContext, Prepared, Task
 from weavegym.envs.tasks.games.sgt_common import (
     focus_action,
-    python_command,
     save_via_dialog,
     saved_game,
     saved_game_outputs,
+    solver_command,
     start_hidden,
 )
 from weavegym.evaluators import Clause, Probe, Verdict
@@ -37,31 +37,34 @@ SIZE = 5
 MIN_PEGS = 14
 MOVE = re.compile(r"^(\d+),(\d+)-(\d+),(\d+)$")
 
-# The oracle's CLI step: a search over the board the agent read off the window and typed into the command
-# (rows top to bottom, separated by "/": P a peg, H an empty hole, O no hole), e.g. OPPPO/PPHPP/...
-SOLVER = r"""
-import sys
-rows = sys.argv[1].split("/")
-cells = {(x, y): ch for y, r in enumerate(rows) for x, ch in enumerate(r)}
-holes = {p for p, ch in cells.items() if ch in "PH"}
-seen = set()
-def solve(pegs):
-    if len(pegs) == 1:
-        return []
-    if pegs in seen:
+
+def plan_jumps(board: str) -> list[str]:
+    """Jumps that leave one peg, by depth-first search; [] when there are none.
+
+    ``board`` is the board as the agent types it (rows top to bottom, separated by "/": P a peg, H an empty
+    hole, O no hole), e.g. OPPPO/PPHPP/... This is also the oracle's CLI step: ``solver_command`` runs this
+    function's source in the guest, so it stays self-contained.
+    """
+    cells = {(x, y): ch for y, row in enumerate(board.split("/")) for x, ch in enumerate(row)}
+    holes = {p for p, ch in cells.items() if ch in "PH"}
+    seen: set[frozenset[tuple[int, int]]] = set()
+
+    def solve(pegs: frozenset[tuple[int, int]]) -> list[str] | None:
+        if len(pegs) == 1:
+            return []
+        if pegs in seen:
+            return None
+        seen.add(pegs)
+        for x, y in sorted(pegs):
+            for dx, dy in ((1, 0), (-1, 0), (0, 1), (0, -1)):
+                mid, to = (x + dx, y + dy), (x + 2 * dx, y + 2 * dy)
+                if mid in pegs and to in holes and to not in pegs:
+                    rest = solve(pegs - {(x, y), mid} | {to})
+                    if rest is not None:
+                        return [f"{x},{y}-{to[0]},{to[1]}", *rest]
         return None
-    seen.add(pegs)
-    for x, y in sorted(pegs):
-        for dx, dy in ((1, 0), (-1, 0), (0, 1), (0, -1)):
-            mid, to = (x + dx, y + dy), (x + 2 * dx, y + 2 * dy)
-            if mid in pegs and to in holes and to not in pegs:
-                rest = solve(pegs - {(x, y), mid} | {to})
-                if rest is not None:
-                    return [f"{x},{y}-{to[0]},{to[1]}"] + rest
-plan = solve(frozenset(p for p, ch in cells.items() if ch == "P"))
-open("pegs_solution.txt", "w").write("\n".join(plan) + "\n")
-print("PLAN " + " ".join(plan))
-"""
+
+    return solve(frozenset(p for p, ch in cells.items() if ch == "P")) or []
 
 
 def board_text(desc: str) -> str:
@@ -162,39 +165,17 @@ def _grid(screen: np.ndarray, desc: str, window: list[int]) -> tuple[list[float]
     return axes[0], axes[1]
 
 
-def _host_plan(desc: str) -> list[str]:
-    """The same depth-first search as SOLVER, on the host."""
-    holes = {(i % SIZE, i // SIZE) for i, ch in enumerate(desc) if ch != "O"}
-    seen: set[frozenset[tuple[int, int]]] = set()
-
-    def solve(pegs: frozenset[tuple[int, int]]) -> list[str] | None:
-        if len(pegs) == 1:
-            return []
-        if pegs in seen:
-            return None
-        seen.add(pegs)
-        for x, y in sorted(pegs):
-            for dx, dy in ((1, 0), (-1, 0), (0, 1), (0, -1)):
-                mid, to = (x + dx, y + dy), (x + 2 * dx, y + 2 * dy)
-                if mid in pegs and to in holes and to not in pegs:
-                    rest = solve(pegs - {(x, y), mid} | {to})
-                    if rest is not None:
-                        return [f"{x},{y}-{to[0]},{to[1]}", *rest]
-        return None
-
-    return solve(frozenset((i % SIZE, i // SIZE) for i, ch in enumerate(desc) if ch == "P")) or []
-
-
 def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
     assert ctx.obs is not None
     xs, ys = _grid(ctx.obs["screen"], ctx.truth["desc"], ctx.truth["window"])
     yield focus_action(ctx.truth["window"])
     # An agent reads the board off the Pegs window in its screenshot; the oracle knows it.
-    yield {"kind": "shell", "command": python_command(SOLVER, board_text(ctx.truth["desc"])), "timeout": 300}
+    yield {"kind": "shell", "command": solver_command(plan_jumps, board_text(ctx.truth["desc"]),
+                                                          answer_file="pegs_solution.txt", label="PLAN"), "timeout": 300}
     assert ctx.obs is not None
     found = re.search(r"^PLAN (.*)$", ctx.obs["terminal"], re.M)
     # Without the CLI step (the gui-only adversary) play a plan found here, so the run tests the checker.
-    for move in found.group(1).split() if found else _host_plan(ctx.truth["desc"]):
+    for move in found.group(1).split() if found else plan_jumps(board_text(ctx.truth["desc"])):
         x1, y1, x2, y2 = map(int, MOVE.match(move).groups())
         yield {"kind": "drag", "x": round(xs[x1]), "y": round(ys[y1]), "to_x": round(xs[x2]), "to_y": round(ys[y2])}
     yield from save_via_dialog(ctx, SAVE, ups=5)  # Game > Save... is the fifth item from the bottom

@@ -22,10 +22,10 @@ from weavegym.envs.setup_context import HOME, SetupContext
 from weavegym.envs.task import ActionLike, Channels, OracleContext, Prepared, Task
 from weavegym.envs.tasks.games.sgt_common import (
     focus_action,
-    python_command,
     save_via_dialog,
     saved_game,
     saved_game_outputs,
+    solver_command,
     start_hidden,
 )
 from weavegym.evaluators import Clause, Probe, Verdict
@@ -37,52 +37,61 @@ W, H = 10, 5
 PARAMS = f"{W}x{H}c3s2"
 Board = tuple[tuple[str, ...], ...]  # columns, each listed bottom to top; empty columns are dropped
 
-# The oracle's CLI step: a search over the board the agent read off the window and typed into the command
-# (rows top to bottom, separated by "/", one digit per tile naming its colour), e.g. 1231132213/...
-SOLVER = r"""
-import sys
-rows = sys.argv[1].split("/")
-h, w = len(rows), len(rows[0])
-start = tuple(tuple(rows[y][x] for y in range(h - 1, -1, -1)) for x in range(w))
-def groups(cols):
-    seen, out = set(), []
-    for x, col in enumerate(cols):
-        for y in range(len(col)):
-            if (x, y) in seen:
-                continue
-            stack, group = [(x, y)], []
-            seen.add((x, y))
-            while stack:
-                a, b = stack.pop()
-                group.append((a, b))
-                for na, nb in ((a + 1, b), (a - 1, b), (a, b + 1), (a, b - 1)):
-                    if 0 <= na < len(cols) and 0 <= nb < len(cols[na]) and (na, nb) not in seen \
-                            and cols[na][nb] == col[y]:
-                        seen.add((na, nb))
-                        stack.append((na, nb))
-            if len(group) > 1:
-                out.append(group)
-    return out
-def remove(cols, group):
-    gone = set(group)
-    cols = [tuple(v for y, v in enumerate(col) if (x, y) not in gone) for x, col in enumerate(cols)]
-    return tuple(col for col in cols if col)
-seen = set()
-def solve(cols):
-    if not cols:
-        return []
-    if cols in seen:
+
+def plan_clearance(board: str) -> list[str]:
+    """Removals ("x,row", row 0 at the top) that clear the board, by depth-first search; [] when none do.
+
+    ``board`` is the board as the agent types it (rows top to bottom, separated by "/", one digit per tile
+    naming its colour), e.g. 1231132213/... Groups are tried smallest first. This is also the oracle's CLI
+    step: ``solver_command`` runs this function's source in the guest, so it stays self-contained.
+    """
+    rows = board.split("/")
+    height = len(rows)
+    Cols = tuple[tuple[str, ...], ...]  # columns, each bottom to top; empty columns dropped
+    start: Cols = tuple(tuple(rows[y][x] for y in range(height - 1, -1, -1)) for x in range(len(rows[0])))
+
+    def groups(cols: Cols) -> list[list[tuple[int, int]]]:
+        seen: set[tuple[int, int]] = set()
+        out = []
+        for x, col in enumerate(cols):
+            for y in range(len(col)):
+                if (x, y) in seen:
+                    continue
+                stack, group = [(x, y)], []
+                seen.add((x, y))
+                while stack:
+                    a, b = stack.pop()
+                    group.append((a, b))
+                    for na, nb in ((a + 1, b), (a - 1, b), (a, b + 1), (a, b - 1)):
+                        if 0 <= na < len(cols) and 0 <= nb < len(cols[na]) and (na, nb) not in seen \
+                                and cols[na][nb] == col[y]:
+                            seen.add((na, nb))
+                            stack.append((na, nb))
+                if len(group) > 1:
+                    out.append(group)
+        return out
+
+    def without(cols: Cols, group: list[tuple[int, int]]) -> Cols:
+        gone = set(group)
+        kept = (tuple(v for y, v in enumerate(col) if (x, y) not in gone) for x, col in enumerate(cols))
+        return tuple(col for col in kept if col)
+
+    tried: set[Cols] = set()
+
+    def solve(cols: Cols) -> list[str] | None:
+        if not cols:
+            return []
+        if cols in tried:
+            return None
+        tried.add(cols)
+        for group in sorted(groups(cols), key=len):
+            rest = solve(without(cols, group))
+            if rest is not None:
+                x, y = group[0]
+                return [f"{x},{height - 1 - y}", *rest]
         return None
-    seen.add(cols)
-    for group in sorted(groups(cols), key=len):
-        rest = solve(remove(cols, group))
-        if rest is not None:
-            x, y = group[0]
-            return [f"{x},{h - 1 - y}"] + rest
-plan = solve(start)
-open("samegame_plan.txt", "w").write("\n".join(plan) + "\n")
-print("PLAN " + " ".join(plan))
-"""
+
+    return solve(start) or []
 
 
 def board_of(desc: str) -> Board:
@@ -214,44 +223,17 @@ def _grid(screen: np.ndarray, window: list[int]) -> tuple[list[float], list[floa
     return ([x0 + xs[0] + (i + 0.5) * tw for i in range(W)], [y0 + ys[0] + (j + 0.5) * th for j in range(H)])
 
 
-def _host_plan(desc: str) -> list[str]:
-    """A clearing plan found on the host (depth-first, smallest groups first), for the gui-only ablation."""
-    seen: set[Board] = set()
-
-    def solve(board: Board) -> list[str] | None:
-        if not board:
-            return []
-        if board in seen:
-            return None
-        seen.add(board)
-        starts = {(x, y) for x, col in enumerate(board) for y in range(len(col))}
-        found: list[set[tuple[int, int]]] = []
-        while starts:
-            x, y = min(starts)
-            group = group_at(board, x, H - 1 - y)
-            starts -= group
-            if len(group) > 1:
-                found.append(group)
-        for group in sorted(found, key=len):
-            rest = solve(remove(board, group))
-            if rest is not None:
-                x, y = min(group)
-                return [f"{x},{H - 1 - y}", *rest]
-        return None
-
-    return solve(board_of(desc)) or []
-
-
 def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
     assert ctx.obs is not None
     xs, ys = _grid(ctx.obs["screen"], ctx.truth["window"])
     yield focus_action(ctx.truth["window"])
     # An agent reads the board off the Same Game window in its screenshot; the oracle knows it.
-    yield {"kind": "shell", "command": python_command(SOLVER, board_text(ctx.truth["desc"])), "timeout": 300}
+    yield {"kind": "shell", "command": solver_command(plan_clearance, board_text(ctx.truth["desc"]),
+                                                          answer_file="samegame_plan.txt", label="PLAN"), "timeout": 300}
     assert ctx.obs is not None
     found = re.search(r"^PLAN (.*)$", ctx.obs["terminal"], re.M)
     # Without the CLI step (the gui-only adversary) click a plan found here, so the run tests the checker.
-    for step in found.group(1).split() if found else _host_plan(ctx.truth["desc"]):
+    for step in found.group(1).split() if found else plan_clearance(board_text(ctx.truth["desc"])):
         col, row = map(int, step.split(","))
         yield {"kind": "click", "x": round(xs[col]), "y": round(ys[row])}  # select the group
         yield {"kind": "click", "x": round(xs[col]), "y": round(ys[row])}  # and remove it

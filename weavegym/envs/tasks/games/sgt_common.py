@@ -13,8 +13,10 @@ while the shell sees only the save file the game writes (``wait_file_action``).
 
 from __future__ import annotations
 
+import inspect
 import re
 import shlex
+import textwrap
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -84,6 +86,24 @@ def python_command(source: str, *args: str) -> str:
     off the screen and types it into the command.
     """
     return f"python3 - {' '.join(shlex.quote(a) for a in args)} <<'PY'\n{source.strip()}\nPY"
+
+
+def solver_command(solver: Callable[[str], str | list[str]], board: str, *, answer_file: str, label: str,
+                   helpers: tuple[Callable[..., Any], ...] = ()) -> str:
+    """The oracle's CLI step: the guest's python3 runs ``solver``'s own source on the typed ``board``.
+
+    The function is the one copy of a puzzle's search. The host calls it directly (setup's truth, the plan the
+    gui-only ablation plays) and the guest runs its source text, so the two cannot drift apart. It must be
+    self-contained: builtins, imports inside its body, and the module functions named in ``helpers`` (shipped
+    before it, equally self-contained; the checkers share them). Its answer (a route string, or a list of moves
+    written one per line) goes to ``answer_file`` in the working folder and is printed after ``label``.
+    """
+    source = "\n".join(textwrap.dedent(inspect.getsource(f)) for f in (*helpers, solver))
+    main = (f"answer = {solver.__name__}(sys.argv[1])\n"
+            "lines = [answer] if isinstance(answer, str) else answer\n"
+            f"open({answer_file!r}, 'w').write(''.join(line + '\\n' for line in lines))\n"
+            f"print({label!r}, ' '.join(lines))")
+    return python_command(f"from __future__ import annotations\nimport sys\n{source}\n{main}", board)
 
 
 def wait_file_action(path: str, *, seconds: int = 30, then: str = "echo SAVED") -> dict[str, Any]:

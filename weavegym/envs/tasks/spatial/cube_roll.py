@@ -14,7 +14,6 @@ must be rolled in the window and the game saved through its Game > Save dialog
 from __future__ import annotations
 
 import re
-from collections import deque
 from collections.abc import Iterator
 
 from weavegym.envs.setup_context import HOME, SetupContext
@@ -22,9 +21,9 @@ from weavegym.envs.task import ActionLike, Channels, OracleContext, Prepared, Ta
 from weavegym.envs.tasks.games.sgt_common import (
     ShortestPlayChecks,
     focus_action,
-    python_command,
     save_via_dialog,
     saved_game_outputs,
+    solver_command,
     start_hidden,
 )
 from weavegym.evaluators import Clause
@@ -34,49 +33,7 @@ SAVE = f"{HOME}/cube.sav"
 ROUTE = f"{HOME}/cube_route.txt"
 W = H = 4
 ARROWS = {"L": "Left", "R": "Right", "U": "Up", "D": "Down"}
-STEP = {"L": (-1, 0), "R": (1, 0), "U": (0, -1), "D": (0, 1)}
-# Faces as bits (bottom, top, north, south, east, west); after a roll, face i is the old face ROLL[move][i].
-ROLL = {"R": (4, 5, 2, 3, 1, 0), "L": (5, 4, 2, 3, 0, 1), "U": (2, 3, 1, 0, 4, 5), "D": (3, 2, 0, 1, 4, 5)}
 ALL_BLUE = 63
-
-# The oracle's CLI step: a breadth-first search over the board the agent read off the window and typed into the
-# command (rows top to bottom, separated by "/": B a blue square, . a white one, C the cube), e.g. B..C/.B../...
-SOLVER = r"""
-import sys
-from collections import deque
-rows = sys.argv[1].split("/")
-w, h = len(rows[0]), len(rows)
-cells = "".join(rows)
-start = (cells.index("C"), sum(1 << i for i, c in enumerate(cells) if c == "B"), 0)
-roll = {"R": (4, 5, 2, 3, 1, 0), "L": (5, 4, 2, 3, 0, 1), "U": (2, 3, 1, 0, 4, 5), "D": (3, 2, 0, 1, 4, 5)}
-step = {"L": (-1, 0), "R": (1, 0), "U": (0, -1), "D": (0, 1)}
-prev, queue = {start: None}, deque([start])
-while queue:
-    state = queue.popleft()
-    cell, grid, faces = state
-    if faces == 63:
-        break
-    for move, (dx, dy) in step.items():
-        x, y = cell % w + dx, cell // w + dy
-        if not (0 <= x < w and 0 <= y < h):
-            continue
-        new = sum((faces >> roll[move][i] & 1) << i for i in range(6))
-        cell2 = y * w + x
-        if (new & 1) != (grid >> cell2 & 1):
-            new, grid2 = new ^ 1, grid ^ (1 << cell2)
-        else:
-            grid2 = grid
-        if (cell2, grid2, new) not in prev:
-            prev[(cell2, grid2, new)] = (state, move)
-            queue.append((cell2, grid2, new))
-route = []
-while prev[state]:
-    state, move = prev[state]
-    route.append(move)
-route = "".join(reversed(route))
-open("cube_route.txt", "w").write(route + "\n")
-print("ROUTE " + route)
-"""
 
 
 def parse_desc(desc: str) -> tuple[int, int]:
@@ -86,46 +43,62 @@ def parse_desc(desc: str) -> tuple[int, int]:
     return int(pos), sum(int(b) << i for i, b in enumerate(bits))
 
 
-def roll(state: tuple[int, int, int], move: str) -> tuple[int, int, int] | None:
-    """The (cell, blue squares, blue faces) after rolling once, or None when the roll leaves the grid."""
+def roll(state: tuple[int, int, int], move: str, width: int, height: int) -> tuple[int, int, int] | None:
+    """The (cell, blue squares, blue faces) after one roll (L R U D), or None when it leaves the grid.
+
+    Shared by the checker's replay and the guest's solver (``solver_command`` ships it), so self-contained.
+    """
+    step = {"L": (-1, 0), "R": (1, 0), "U": (0, -1), "D": (0, 1)}[move]
+    # Faces as bits (bottom, top, north, south, east, west); after a roll, face i is the old face order[i].
+    order = {"R": (4, 5, 2, 3, 1, 0), "L": (5, 4, 2, 3, 0, 1), "U": (2, 3, 1, 0, 4, 5), "D": (3, 2, 0, 1, 4, 5)}[move]
     cell, grid, faces = state
-    x, y = cell % W + STEP[move][0], cell // W + STEP[move][1]
-    if not (0 <= x < W and 0 <= y < H):
+    x, y = cell % width + step[0], cell // width + step[1]
+    if not (0 <= x < width and 0 <= y < height):
         return None
-    new = sum((faces >> ROLL[move][i] & 1) << i for i in range(6))
-    cell = y * W + x
+    new = sum((faces >> order[i] & 1) << i for i in range(6))
+    cell = y * width + x
     if (new & 1) != (grid >> cell & 1):  # the bottom face and the square swap colours
         new, grid = new ^ 1, grid ^ (1 << cell)
     return cell, grid, new
 
 
-def shortest(desc: str) -> str:
-    start = (*parse_desc(desc), 0)
+def shortest_route(board: str) -> str:
+    """A shortest route of rolls (letters L R U D) that makes all six faces blue, by breadth-first search.
+
+    ``board`` is the board as the agent types it (rows top to bottom, separated by "/": B a blue square,
+    . a white one, C the cube), e.g. B..C/.B../... This is also the oracle's CLI step: ``solver_command`` runs
+    this function's source (and ``roll``'s) in the guest, so it stays self-contained.
+    """
+    from collections import deque
+
+    rows = board.split("/")
+    width, height, cells = len(rows[0]), len(rows), "".join(rows)
+    start = (cells.index("C"), sum(1 << i for i, c in enumerate(cells) if c == "B"), 0)
     prev: dict[tuple[int, int, int], tuple[tuple[int, int, int], str] | None] = {start: None}
     queue = deque([start])
     while queue:
         state = queue.popleft()
-        if state[2] == ALL_BLUE:
+        if state[2] == 63:  # all six faces blue
             route = []
             while (link := prev[state]) is not None:
                 state, move = link
                 route.append(move)
             return "".join(reversed(route))
-        for move in STEP:
-            nxt = roll(state, move)
+        for move in "LRUD":
+            nxt = roll(state, move, width, height)
             if nxt is not None and nxt not in prev:
                 prev[nxt] = (state, move)
                 queue.append(nxt)
-    raise ValueError(f"Cube board {desc!r} has no solution")
+    raise ValueError(f"the Cube board {board!r} has no solution")
 
 
 def replay(desc: str, moves: str) -> tuple[bool, str | None]:
     """(all six faces blue at the end, None) or (False, why a roll is impossible)."""
     state: tuple[int, int, int] | None = (*parse_desc(desc), 0)
     for n, move in enumerate(moves, 1):
-        if move not in STEP:
+        if move not in ARROWS:
             return False, f"roll {n} {move!r} is not one of L R U D"
-        state = roll(state, move) if state else None
+        state = roll(state, move, W, H) if state else None
         if state is None:
             return False, f"roll {n} ({move}) leaves the grid"
     return state is not None and state[2] == ALL_BLUE, None
@@ -145,9 +118,9 @@ def setup(ctx: SetupContext) -> Prepared:
     seed = int(ctx.rng.integers(1, 2**31))
     out = ctx.run(f"{CUBE} --generate 4 'c{W}x{H}#{seed}' 2>/dev/null").stdout
     boards = [line.split(":", 1)[1] for line in out.split() if line.startswith(f"c{W}x{H}:")]
-    desc = max(boards, key=lambda b: len(shortest(b)))
+    desc = max(boards, key=lambda b: len(shortest_route(board_text(b))))
     window = start_hidden(ctx, CUBE, "Cube", f"c{W}x{H}", desc, "^Cube$")
-    best = shortest(desc)
+    best = shortest_route(board_text(desc))
     return Prepared(params={}, truth={"desc": desc, "best": best, "window": window})
 
 
@@ -158,11 +131,13 @@ CHECKS = ShortestPlayChecks(game="Cube", save=SAVE, moves_file=ROUTE, unit="roll
 def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
     yield focus_action(ctx.truth["window"])
     # An agent reads the board off the Cube window in its screenshot; the oracle knows it.
-    yield {"kind": "shell", "command": python_command(SOLVER, board_text(ctx.truth["desc"])), "timeout": 300}
+    yield {"kind": "shell", "command": solver_command(shortest_route, board_text(ctx.truth["desc"]),
+                                                          answer_file="cube_route.txt", label="ROUTE",
+                                                          helpers=(roll,)), "timeout": 300}
     assert ctx.obs is not None
     found = re.search(r"^ROUTE ([LRUD]+)$", ctx.obs["terminal"], re.M)
     # Without the CLI step (the gui-only adversary) roll a route found here, so the run tests the checker.
-    for move in found.group(1) if found else shortest(ctx.truth["desc"]):
+    for move in found.group(1) if found else ctx.truth["best"]:
         yield {"kind": "key", "keys": ARROWS[move]}
     yield from save_via_dialog(ctx, SAVE, ups=4)  # Game > Save... is the fourth item from the bottom
     yield {"kind": "done"}

@@ -21,9 +21,9 @@ from weavegym.envs.task import ActionLike, Channels, OracleContext, Prepared, Ta
 from weavegym.envs.tasks.games.sgt_common import (
     ShortestPlayChecks,
     focus_action,
-    python_command,
     save_via_dialog,
     saved_game_outputs,
+    solver_command,
     start_hidden,
 )
 from weavegym.evaluators import Clause
@@ -41,44 +41,6 @@ LETTERS = {**{k: (x, y, 1) for k, (x, y) in BLOCKS.items()}, **{k.upper(): (x, y
 SCRAMBLE = 8
 MIN_BEST = 6
 
-# The oracle's CLI step: a meet-in-the-middle breadth-first search over the board the agent read off the window and
-# typed into the command (rows top to bottom, separated by "/": each tile's number and the way its arrow points,
-# u l d r), e.g. "4l 2u 9d/1r 3u 5l/...".
-SOLVER = r"""
-import re, sys
-start = tuple(int(n) * 4 + "uldr".index(o) for n, o in re.findall(r"(\d+)([uldr])", sys.argv[1]))
-goal = tuple(sorted(v & ~3 for v in start))
-moves = {}
-for k, (x, y) in zip("abcd", [(0, 0), (1, 0), (0, 1), (1, 1)]):
-    moves[k], moves[k.upper()] = (x, y, 1), (x, y, -1)
-def turn(g, x, y, d):
-    g, b = list(g), y * 3 + x
-    ring = [b, b + 1, b + 4, b + 3]  # top-left, top-right, bottom-right, bottom-left
-    old = [g[p] for p in ring]
-    for k in range(4):
-        v = old[(k + d) & 3]
-        g[ring[k]] = v & ~3 | (v + d) & 3
-    return tuple(g)
-def bfs(root, depth, sign):
-    seen, layer = {root: ""}, [root]
-    for _ in range(depth):
-        nxt = []
-        for s in layer:
-            for k, (x, y, d) in moves.items():
-                t = turn(s, x, y, d * sign)
-                if t not in seen:
-                    seen[t] = seen[s] + k
-                    nxt.append(t)
-        layer = nxt
-    return seen
-fwd, back = bfs(start, 5, 1), bfs(goal, 5, -1)
-meet = min((s for s in fwd if s in back), key=lambda s: len(fwd[s]) + len(back[s]))
-route = fwd[meet] + back[meet][::-1]
-open("twiddle_moves.txt", "w").write(route + "\n")
-print("ROUTE " + route)
-"""
-
-
 def parse_desc(desc: str) -> tuple[int, ...]:
     return tuple(int(n) * 4 + "uldr".index(o) for n, o in re.findall(r"(\d+)([uldr])", desc))
 
@@ -94,9 +56,13 @@ def board_text(desc: str) -> str:
 
 
 def turn(grid: tuple[int, ...], x: int, y: int, direction: int) -> tuple[int, ...]:
-    """Twiddle's do_rotate for a 2x2 block: +1 turns it (tiles and their arrows) a quarter anticlockwise."""
-    cells, base = list(grid), y * W + x
-    ring = [base, base + 1, base + W + 1, base + W]  # top-left, top-right, bottom-right, bottom-left
+    """Twiddle's do_rotate for a 2x2 block of a square grid: +1 turns it (tiles and arrows) a quarter anticlockwise.
+
+    Shared by the checker's replay and the guest's solver (``solver_command`` ships it), so self-contained.
+    """
+    width = round(len(grid) ** 0.5)
+    cells, base = list(grid), y * width + x
+    ring = [base, base + 1, base + width + 1, base + width]  # top-left, top-right, bottom-right, bottom-left
     old = [cells[p] for p in ring]
     for k in range(4):
         v = old[(k + direction) & 3]
@@ -104,23 +70,35 @@ def turn(grid: tuple[int, ...], x: int, y: int, direction: int) -> tuple[int, ..
     return tuple(cells)
 
 
-def _layers(root: tuple[int, ...], depth: int, sign: int) -> dict[tuple[int, ...], str]:
-    seen, layer = {root: ""}, [root]
-    for _ in range(depth):
-        nxt = []
-        for state in layer:
-            for letter, (x, y, d) in LETTERS.items():
-                new = turn(state, x, y, d * sign)
-                if new not in seen:
-                    seen[new] = seen[state] + letter
-                    nxt.append(new)
-        layer = nxt
-    return seen
+def fewest_turns(board: str) -> str:
+    """A shortest sequence of move letters (a b c d, A B C D) back to the solved board: meet in the middle.
 
+    ``board`` is the board as the agent types it (rows top to bottom, separated by "/": each tile's number and
+    the way its arrow points, u l d r), e.g. "4l 2u 9d/1r 3u 5l/...". Solutions must take at most 10 turns.
+    This is also the oracle's CLI step: ``solver_command`` runs this function's source (and ``turn``'s) in the
+    guest, so it stays self-contained.
+    """
+    import re
 
-def shortest(grid: tuple[int, ...]) -> str:
-    """A shortest sequence of move letters from ``grid`` to the solved board (it must be at most 10 moves)."""
-    forward, backward = _layers(grid, 5, 1), _layers(SOLVED, 5, -1)
+    start = tuple(int(n) * 4 + "uldr".index(o) for n, o in re.findall(r"(\d+)([uldr])", board))
+    goal = tuple(sorted(v & ~3 for v in start))
+    blocks = {"a": (0, 0), "b": (1, 0), "c": (0, 1), "d": (1, 1)}
+    letters = {**{k: (x, y, 1) for k, (x, y) in blocks.items()}, **{k.upper(): (x, y, -1) for k, (x, y) in blocks.items()}}
+
+    def layers(root: tuple[int, ...], depth: int, sign: int) -> dict[tuple[int, ...], str]:
+        seen, layer = {root: ""}, [root]
+        for _ in range(depth):
+            nxt = []
+            for state in layer:
+                for letter, (x, y, d) in letters.items():
+                    new = turn(state, x, y, d * sign)
+                    if new not in seen:
+                        seen[new] = seen[state] + letter
+                        nxt.append(new)
+            layer = nxt
+        return seen
+
+    forward, backward = layers(start, 5, 1), layers(goal, 5, -1)
     meet = min((s for s in forward if s in backward), key=lambda s: len(forward[s]) + len(backward[s]))
     return forward[meet] + backward[meet][::-1]
 
@@ -142,7 +120,7 @@ def setup(ctx: SetupContext) -> Prepared:
             options = [k for k in LETTERS if k != last.swapcase()]  # never undo the previous turn
             last = options[int(ctx.rng.integers(len(options)))]
             grid = turn(grid, *LETTERS[last])
-        best = shortest(grid)
+        best = fewest_turns(board_text(format_desc(grid)))
         if len(best) >= MIN_BEST:
             break
     desc = format_desc(grid)
@@ -168,7 +146,9 @@ CHECKS = ShortestPlayChecks(game="Twiddle", save=SAVE, moves_file=MOVES, unit="t
 def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
     yield focus_action(ctx.truth["window"])
     # An agent reads the board off the Twiddle window in its screenshot; the oracle knows it.
-    yield {"kind": "shell", "command": python_command(SOLVER, board_text(ctx.truth["desc"])), "timeout": 300}
+    yield {"kind": "shell", "command": solver_command(fewest_turns, board_text(ctx.truth["desc"]),
+                                                          answer_file="twiddle_moves.txt", label="ROUTE",
+                                                          helpers=(turn,)), "timeout": 300}
     assert ctx.obs is not None
     found = re.search(r"^ROUTE ([a-dA-D]+)$", ctx.obs["terminal"], re.M)
     # Without the CLI step (the gui-only adversary) play a solution found here, so the run tests the checker.
