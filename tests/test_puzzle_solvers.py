@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from weavegym.envs.tasks.games.sgt_common import solver_command
+from weavegym.envs.task import OracleContext
+from weavegym.envs.tasks.games.sgt_common import solve_in_shell, solver_command
 
 pegs = importlib.import_module("weavegym.envs.tasks.games.peg_solitaire")
 samegame = importlib.import_module("weavegym.envs.tasks.games.same_game")
@@ -114,3 +115,31 @@ def test_twiddle_solver_in_the_guest_matches_the_host_and_is_no_longer_than_the_
     assert len(host) <= len(scramble)
     undo = "".join(letter.swapcase() for letter in reversed(scramble))
     assert twiddle.replay(desc, undo) == (True, None), "the checker's replay must accept the plain undo too"
+
+
+def _drive(ctx: OracleContext, steps, terminal_after_shell: str) -> tuple[list[dict], list[str]]:
+    """Run an oracle opening as the env would: after each action, a new observation lands in ``ctx.obs``."""
+    actions = []
+    try:
+        while True:
+            action = steps.send(None)
+            actions.append(action)
+            ctx.obs = {"terminal": terminal_after_shell if action["kind"] == "shell" else ""}
+    except StopIteration as stop:
+        return actions, stop.value
+
+
+def test_solve_in_shell_plays_what_the_shell_printed_or_the_hosts_answer_without_it() -> None:
+    board = cube.board_text(_cube_desc(random.Random(1)))
+    best = cube.shortest_route(board)
+    ctx = OracleContext(params={}, truth={"window": [10, 20, 300, 200]}, screen=(1280, 800))
+    opening = solve_in_shell(ctx, cube.shortest_route, board, answer_file="cube_route.txt", label="ROUTE",
+                             helpers=(cube.roll,))
+    actions, answer = _drive(ctx, opening, "ROUTE LRUD\n")
+    assert [a["kind"] for a in actions] == ["click", "shell"] and "def shortest_route" in actions[1]["command"]
+    assert answer == ["LRUD"], "the oracle must play what the shell found, not its own answer"
+    # The gui-only ablation drops the shell step: no answer reaches the terminal, the host's call stands in.
+    ctx.obs = None
+    _, answer = _drive(ctx, solve_in_shell(ctx, cube.shortest_route, board, answer_file="cube_route.txt",
+                                           label="ROUTE", helpers=(cube.roll,)), "")
+    assert answer == [best]

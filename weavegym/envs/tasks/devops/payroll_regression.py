@@ -16,6 +16,7 @@ from typing import Any
 
 from weavegym.envs.setup_context import HOME, PRIVATE_DIR, WORKSPACE_USER, SetupContext
 from weavegym.envs.task import ActionLike, Channels, Deliverable, OracleContext, Prepared, Task
+from weavegym.envs.tasks.dialogs import await_dialog_exit
 from weavegym.evaluators import Clause, Probe, Verdict
 
 REPO = f"{HOME}/payroll"
@@ -251,9 +252,7 @@ def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
     for _ in range(ctx.truth["row"]):
         yield {"kind": "key", "keys": "Down"}
     yield {"kind": "key", "keys": "Return"}
-    # zenity writes its answer as it exits, which can trail the key press under load.
-    yield {"kind": "shell", "command": "timeout 60 sh -c 'while pgrep -x zenity >/dev/null; do sleep 0.2; done'",
-           "timeout": 90}
+    yield await_dialog_exit()
     yield {"kind": "done"}
 
 

@@ -19,6 +19,7 @@ from PIL import Image, ImageSequence
 
 from weavegym.envs.setup_context import HOME, PRIVATE_DIR, SetupContext
 from weavegym.envs.task import ActionLike, Channels, Deliverable, OracleContext, Prepared, Task
+from weavegym.envs.tasks.dialogs import await_dialog_exit, form_fields
 from weavegym.evaluators.probes_media import MAX_IMAGE_FRAMES, check_image_size
 from weavegym.evaluators import Clause, Probe, Verdict
 
@@ -123,13 +124,8 @@ def setup(ctx: SetupContext) -> Prepared:
                            "window": window.geometry})
 
 
-def _answer(probe: Probe) -> list[str] | None:
-    text = probe.read_text(ANSWER)
-    return None if not text else text.rstrip("\n").split("|")
-
-
 def check_contract_number(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
-    fields = _answer(probe)
+    fields = form_fields(probe, ANSWER)
     if fields is None:
         return Verdict.failed("the register dialog was not confirmed (no answer recorded)")
     return Verdict.check(fields[0].strip().upper() == truth["contract"],
@@ -137,7 +133,7 @@ def check_contract_number(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
 
 
 def check_signed_on(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
-    fields = _answer(probe)
+    fields = form_fields(probe, ANSWER)
     if fields is None or len(fields) < 2:
         return Verdict.failed("the register dialog was not confirmed")
     return Verdict.check(fields[1].strip() == truth["signed"],
@@ -210,9 +206,7 @@ def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
     yield {"kind": "key", "keys": "Tab"}
     yield {"kind": "key", "keys": "Tab"}
     yield {"kind": "key", "keys": "Return"}  # focus is on OK now
-    # zenity writes the answer as it exits; under load that can trail the key press by seconds.
-    yield {"kind": "shell", "command": "timeout 60 sh -c 'while pgrep -x zenity >/dev/null; do sleep 0.2; done'",
-           "timeout": 90}
+    yield await_dialog_exit()
     yield {"kind": "done"}
 
 

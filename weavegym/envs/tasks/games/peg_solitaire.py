@@ -21,11 +21,10 @@ import numpy as np
 from weavegym.envs.setup_context import HOME, SetupContext
 from weavegym.envs.task import ActionLike, Channels, OracleContext, Prepared, Task
 from weavegym.envs.tasks.games.sgt_common import (
-    focus_action,
     save_via_dialog,
     saved_game,
     saved_game_outputs,
-    solver_command,
+    solve_in_shell,
     start_hidden,
 )
 from weavegym.evaluators import Clause, Probe, Verdict
@@ -168,14 +167,9 @@ def _grid(screen: np.ndarray, desc: str, window: list[int]) -> tuple[list[float]
 def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
     assert ctx.obs is not None
     xs, ys = _grid(ctx.obs["screen"], ctx.truth["desc"], ctx.truth["window"])
-    yield focus_action(ctx.truth["window"])
-    # An agent reads the board off the Pegs window in its screenshot; the oracle knows it.
-    yield {"kind": "shell", "command": solver_command(plan_jumps, board_text(ctx.truth["desc"]),
-                                                          answer_file="pegs_solution.txt", label="PLAN"), "timeout": 300}
-    assert ctx.obs is not None
-    found = re.search(r"^PLAN (.*)$", ctx.obs["terminal"], re.M)
-    # Without the CLI step (the gui-only adversary) play a plan found here, so the run tests the checker.
-    for move in found.group(1).split() if found else plan_jumps(board_text(ctx.truth["desc"])):
+    plan = yield from solve_in_shell(ctx, plan_jumps, board_text(ctx.truth["desc"]),
+                                     answer_file="pegs_solution.txt", label="PLAN")
+    for move in plan:
         x1, y1, x2, y2 = map(int, MOVE.match(move).groups())
         yield {"kind": "drag", "x": round(xs[x1]), "y": round(ys[y1]), "to_x": round(xs[x2]), "to_y": round(ys[y2])}
     yield from save_via_dialog(ctx, SAVE, ups=5)  # Game > Save... is the fifth item from the bottom

@@ -21,11 +21,10 @@ import numpy as np
 from weavegym.envs.setup_context import HOME, SetupContext
 from weavegym.envs.task import ActionLike, Channels, OracleContext, Prepared, Task
 from weavegym.envs.tasks.games.sgt_common import (
-    focus_action,
     save_via_dialog,
     saved_game,
     saved_game_outputs,
-    solver_command,
+    solve_in_shell,
     start_hidden,
 )
 from weavegym.evaluators import Clause, Probe, Verdict
@@ -226,14 +225,9 @@ def _grid(screen: np.ndarray, window: list[int]) -> tuple[list[float], list[floa
 def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
     assert ctx.obs is not None
     xs, ys = _grid(ctx.obs["screen"], ctx.truth["window"])
-    yield focus_action(ctx.truth["window"])
-    # An agent reads the board off the Same Game window in its screenshot; the oracle knows it.
-    yield {"kind": "shell", "command": solver_command(plan_clearance, board_text(ctx.truth["desc"]),
-                                                          answer_file="samegame_plan.txt", label="PLAN"), "timeout": 300}
-    assert ctx.obs is not None
-    found = re.search(r"^PLAN (.*)$", ctx.obs["terminal"], re.M)
-    # Without the CLI step (the gui-only adversary) click a plan found here, so the run tests the checker.
-    for step in found.group(1).split() if found else plan_clearance(board_text(ctx.truth["desc"])):
+    plan = yield from solve_in_shell(ctx, plan_clearance, board_text(ctx.truth["desc"]),
+                                     answer_file="samegame_plan.txt", label="PLAN")
+    for step in plan:
         col, row = map(int, step.split(","))
         yield {"kind": "click", "x": round(xs[col]), "y": round(ys[row])}  # select the group
         yield {"kind": "click", "x": round(xs[col]), "y": round(ys[row])}  # and remove it

@@ -17,7 +17,7 @@ import inspect
 import re
 import shlex
 import textwrap
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -104,6 +104,26 @@ def solver_command(solver: Callable[[str], str | list[str]], board: str, *, answ
             f"open({answer_file!r}, 'w').write(''.join(line + '\\n' for line in lines))\n"
             f"print({label!r}, ' '.join(lines))")
     return python_command(f"from __future__ import annotations\nimport sys\n{source}\n{main}", board)
+
+
+def solve_in_shell(ctx: OracleContext, solver: Callable[[str], str | list[str]], board: str, *, answer_file: str,
+                   label: str, helpers: tuple[Callable[..., Any], ...] = ()) -> Generator[ActionLike, None, list[str]]:
+    """The puzzle oracles' opening: focus the window, run ``solver`` on the typed ``board`` in the shell.
+
+    Returns the answer the shell printed, split on spaces. The gui-only ablation drops the shell step, so the
+    terminal holds no answer; then the host's own call of the same function stands in, and that run still
+    plays a correct solution through the GUI and tests the checker's provenance rules.
+    """
+    yield focus_action(ctx.truth["window"])
+    # An agent reads the board off the window in its screenshot; the oracle knows it.
+    command = solver_command(solver, board, answer_file=answer_file, label=label, helpers=helpers)
+    yield {"kind": "shell", "command": command, "timeout": 300}
+    assert ctx.obs is not None
+    found = re.search(rf"^{re.escape(label)} (.+)$", ctx.obs["terminal"], re.M)
+    if found:
+        return found.group(1).split()
+    answer = solver(board)
+    return [answer] if isinstance(answer, str) else answer
 
 
 def wait_file_action(path: str, *, seconds: int = 30, then: str = "echo SAVED") -> dict[str, Any]:

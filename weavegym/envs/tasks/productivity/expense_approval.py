@@ -15,6 +15,7 @@ from typing import Any
 
 from weavegym.envs.setup_context import HOME, PRIVATE_DIR, SetupContext
 from weavegym.envs.task import ActionLike, Channels, Deliverable, OracleContext, Prepared, Task
+from weavegym.envs.tasks.dialogs import form_fields
 from weavegym.evaluators import Clause, Probe, Verdict
 
 CSV = f"{HOME}/expenses.csv"
@@ -51,13 +52,8 @@ def setup(ctx: SetupContext) -> Prepared:
                            "reference": reference, "window": window.geometry})
 
 
-def _answer(probe: Probe) -> list[str] | None:
-    text = probe.read_text(ANSWER)
-    return None if not text else text.rstrip("\n").split("|")
-
-
 def check_dialog_total(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
-    fields = _answer(probe)
+    fields = form_fields(probe, ANSWER)
     if fields is None:
         return Verdict.failed("the approval dialog was not confirmed (no answer recorded)")
     return Verdict.check(_same_amount(fields[0], truth["travel_total"]),
@@ -65,7 +61,7 @@ def check_dialog_total(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
 
 
 def check_dialog_approver(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
-    fields = _answer(probe)
+    fields = form_fields(probe, ANSWER)
     if fields is None or len(fields) < 2:
         return Verdict.failed("the approval dialog was not confirmed")
     return Verdict.check(fields[1].strip() == truth["approver"],

@@ -20,10 +20,9 @@ from weavegym.envs.setup_context import HOME, SetupContext
 from weavegym.envs.task import ActionLike, Channels, OracleContext, Prepared, Task
 from weavegym.envs.tasks.games.sgt_common import (
     ShortestPlayChecks,
-    focus_action,
     save_via_dialog,
     saved_game_outputs,
-    solver_command,
+    solve_in_shell,
     start_hidden,
 )
 from weavegym.evaluators import Clause
@@ -129,15 +128,9 @@ CHECKS = ShortestPlayChecks(game="Cube", save=SAVE, moves_file=ROUTE, unit="roll
 
 
 def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
-    yield focus_action(ctx.truth["window"])
-    # An agent reads the board off the Cube window in its screenshot; the oracle knows it.
-    yield {"kind": "shell", "command": solver_command(shortest_route, board_text(ctx.truth["desc"]),
-                                                          answer_file="cube_route.txt", label="ROUTE",
-                                                          helpers=(roll,)), "timeout": 300}
-    assert ctx.obs is not None
-    found = re.search(r"^ROUTE ([LRUD]+)$", ctx.obs["terminal"], re.M)
-    # Without the CLI step (the gui-only adversary) roll a route found here, so the run tests the checker.
-    for move in found.group(1) if found else ctx.truth["best"]:
+    route = yield from solve_in_shell(ctx, shortest_route, board_text(ctx.truth["desc"]),
+                                      answer_file="cube_route.txt", label="ROUTE", helpers=(roll,))
+    for move in "".join(route):
         yield {"kind": "key", "keys": ARROWS[move]}
     yield from save_via_dialog(ctx, SAVE, ups=4)  # Game > Save... is the fourth item from the bottom
     yield {"kind": "done"}

@@ -20,10 +20,9 @@ from weavegym.envs.setup_context import HOME, SetupContext
 from weavegym.envs.task import ActionLike, Channels, OracleContext, Prepared, Task
 from weavegym.envs.tasks.games.sgt_common import (
     ShortestPlayChecks,
-    focus_action,
     save_via_dialog,
     saved_game_outputs,
-    solver_command,
+    solve_in_shell,
     start_hidden,
 )
 from weavegym.evaluators import Clause
@@ -144,15 +143,9 @@ CHECKS = ShortestPlayChecks(game="Twiddle", save=SAVE, moves_file=MOVES, unit="t
 
 
 def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
-    yield focus_action(ctx.truth["window"])
-    # An agent reads the board off the Twiddle window in its screenshot; the oracle knows it.
-    yield {"kind": "shell", "command": solver_command(fewest_turns, board_text(ctx.truth["desc"]),
-                                                          answer_file="twiddle_moves.txt", label="ROUTE",
-                                                          helpers=(turn,)), "timeout": 300}
-    assert ctx.obs is not None
-    found = re.search(r"^ROUTE ([a-dA-D]+)$", ctx.obs["terminal"], re.M)
-    # Without the CLI step (the gui-only adversary) play a solution found here, so the run tests the checker.
-    for letter in found.group(1) if found else ctx.truth["best"]:
+    route = yield from solve_in_shell(ctx, fewest_turns, board_text(ctx.truth["desc"]),
+                                      answer_file="twiddle_moves.txt", label="ROUTE", helpers=(turn,))
+    for letter in "".join(route):
         yield {"kind": "key", "keys": f"shift+{letter.lower()}" if letter.isupper() else letter}
     yield from save_via_dialog(ctx, SAVE, ups=6)  # Game > Save... is the sixth item from the bottom
     yield {"kind": "done"}
