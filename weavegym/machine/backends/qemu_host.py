@@ -19,6 +19,7 @@ there too, so this module does, over one SSH connection:
 from __future__ import annotations
 
 import contextlib
+import inspect
 import logging
 import os
 import secrets
@@ -251,17 +252,11 @@ class RemotePortReservation:
 
 
 # argv: reservations folder, kind, first port, end port (exclusive), stale seconds. Prints the reserved port.
-_RESERVE_PORT = """import os, random, shutil, socket, sys, time
+# The remote host runs the same free-port test as a local one: resources.port_free's own source.
+_RESERVE_PORT = "import os, random, shutil, socket, sys, time\n" + inspect.getsource(resources.port_free) + """
+free = port_free
 root, kind, first, end, stale = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
 os.makedirs(root, exist_ok=True)
-def free(port):
-    with socket.socket() as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
 ports = list(range(first, end))
 start = random.randrange(len(ports))
 for i in range(len(ports)):

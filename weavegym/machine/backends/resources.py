@@ -91,7 +91,8 @@ def is_locked(path: Path) -> bool:
         os.close(fd)
 
 
-def _port_free(port: int) -> bool:
+def port_free(port: int) -> bool:
+    """Whether a TCP port on the loopback can be bound now. A remote host runs this source too (socket only)."""
     with socket.socket() as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
@@ -109,7 +110,7 @@ def allocate_port(lock_dir: Path, ports: range, kind: str) -> tuple[int, HeldLoc
         lock = try_lock(lock_dir / f"{kind}-{port}.lock")
         if lock is None:
             continue
-        if _port_free(port):
+        if port_free(port):
             return port, lock
         lock.release()
     raise OSError(f"no free {kind} port in {ports.start}-{ports.stop - 1}")
