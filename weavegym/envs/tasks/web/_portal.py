@@ -26,7 +26,7 @@ import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from weavegym.envs.setup_context import DESKTOP_USER, HOME, SetupContext
+from weavegym.envs.setup_context import DESKTOP_USER, HOME, WORKSPACE_USER, SetupContext
 from weavegym.envs.task import ActionLike
 from weavegym.evaluators import Probe, Verdict
 from weavegym.machine.guest_client import WindowInfo
@@ -37,6 +37,7 @@ PORTAL_USER = "weaveportal"
 RECORDS_DIR = "/var/lib/weave-portal"  # the portal account's, 0700: neither episode account can list or read it
 RECORDS = f"{RECORDS_DIR}/records.jsonl"
 PROFILE = f"{HOME}/.portal-firefox"
+SITE = f"{HOME}/portal"  # the site dir the server serves: the workspace account's, the shell's to fix
 
 USER_JS = """\
 user_pref("browser.shell.checkDefaultBrowser", false);
@@ -76,6 +77,20 @@ PY"""
 def write_static(ctx: SetupContext, name: str, text: str) -> None:
     """A script of the portal's own (root's, read-only to both accounts), served at /static/``name``."""
     ctx.write_file(f"{STATIC}/{name}", text, owner="root", mode=0o644)
+
+
+def write_site(ctx: SetupContext, fixtures: str, *, banner: str, fill: Callable[[str], str] = lambda text: text) -> None:
+    """A portal's page and stylesheet in the site dir, and the form helpers every page's script uses.
+
+    The page (``fixtures``/index.html through ``fill``) and the shared stylesheet (in the ``banner`` colour that
+    tells the portals apart) are the workspace account's, the shell's to fix. The form helpers
+    (fixtures/portal-form.js, served at /static/portal-form.js) are root's, like the page's own script, which
+    the task writes with ``write_static``.
+    """
+    for name, text in (("index.html", ctx.fixture(__package__, f"{fixtures}/index.html").decode()),
+                       ("style.css", ctx.fixture(__package__, "fixtures/portal.css").decode())):
+        ctx.write_file(f"{SITE}/{name}", fill(text.replace("{{BANNER}}", banner)), owner=WORKSPACE_USER, mode=0o644)
+    write_static(ctx, "portal-form.js", ctx.fixture(__package__, "fixtures/portal-form.js").decode())
 
 
 def start_server(ctx: SetupContext, port: int, log: str, args: str) -> None:

@@ -28,6 +28,7 @@ from weavegym.envs.task import ActionLike, Channels, Deliverable, OracleContext,
 from weavegym.envs.tasks.web._portal import (
     PORTAL_USER,
     RECORDS,
+    SITE,
     STATIC,
     field_is,
     fill_form,
@@ -35,11 +36,11 @@ from weavegym.envs.tasks.web._portal import (
     sent_check,
     start_server,
     submitted_check,
+    write_site,
     write_static,
 )
 from weavegym.evaluators import Clause, Probe, Verdict
 
-SITE = f"{HOME}/portal"
 CONFIG = f"{SITE}/api.ini"
 BACKUPS = f"{HOME}/backups"
 FIXTURES = "fixtures/signoff"
@@ -107,9 +108,7 @@ def setup(ctx: SetupContext) -> Prepared:
     ctx.write_file(CONFIG, f"[api]\n# The portal page that may call this API from a browser (scheme://host:port)\n"
                            f"allowed_origin = {wrong}\n", owner=WORKSPACE_USER, mode=0o644)
     api = f"http://127.0.0.1:{api_port}"
-    for name in ("index.html", "style.css"):
-        text = ctx.fixture(__package__, f"{FIXTURES}/{name}").decode()
-        ctx.write_file(f"{SITE}/{name}", text.replace("{{PREFIX}}", prefix), owner=WORKSPACE_USER, mode=0o644)
+    write_site(ctx, FIXTURES, banner="#2f5f3a", fill=lambda text: text.replace("{{PREFIX}}", prefix))
     write_static(ctx, "signoff.js", ctx.fixture(__package__, f"{FIXTURES}/signoff.js").decode().replace("{{API}}", api))
     start_server(ctx, page_port, "/var/log/portal.log", f"--site {SITE} --static {STATIC} --connect {api}")
     start_server(ctx, api_port, API_LOG, f"--records {RECORDS} --form {FORM} --cors {CONFIG}")

@@ -27,6 +27,7 @@ from weavegym.envs.task import ActionLike, Channels, Deliverable, OracleContext,
 from weavegym.envs.tasks.web._portal import (
     PORTAL_USER,
     RECORDS,
+    SITE,
     STATIC,
     field_is,
     fill_form,
@@ -34,11 +35,11 @@ from weavegym.envs.tasks.web._portal import (
     sent_check,
     start_server,
     submitted_check,
+    write_site,
     write_static,
 )
 from weavegym.evaluators import Clause, Probe, Verdict
 
-SITE = f"{HOME}/portal"
 PAGE = f"{SITE}/index.html"
 LOGS = f"{HOME}/logs"
 SERVER_LOG = "/var/log/portal.log"
@@ -111,11 +112,9 @@ def setup(ctx: SetupContext) -> Prepared:
     broken = tuple(FIELD_IDS)[int(rng.integers(len(FIELD_IDS)))]
     others = [i for i in FIELD_IDS[broken] if i != ids[broken]]
     markup = {**ids, broken: others[int(rng.integers(len(others)))]}
-    write_static(ctx, "report.js", _fill(ctx.fixture(__package__, f"{FIXTURES}/report.js").decode(), ids, day))
     # The page is the shell's to fix: the workspace account's, read-only to the desktop account.
-    for name in ("index.html", "style.css"):
-        ctx.write_file(f"{SITE}/{name}", _fill(ctx.fixture(__package__, f"{FIXTURES}/{name}").decode(), markup, day),
-                       owner=WORKSPACE_USER, mode=0o644)
+    write_site(ctx, FIXTURES, banner="#1f3a5f", fill=lambda text: _fill(text, markup, day))
+    write_static(ctx, "report.js", _fill(ctx.fixture(__package__, f"{FIXTURES}/report.js").decode(), ids, day))
     start_server(ctx, port, SERVER_LOG, f"--site {SITE} --static {STATIC} "
                                         f"--records {RECORDS} --form {FORM}")
     window = launch_firefox(ctx, f"http://127.0.0.1:{port}/", r"^Incident report — Ops portal — Mozilla Firefox$")

@@ -24,17 +24,18 @@ from weavegym.envs.task import ActionLike, Channels, Deliverable, OracleContext,
 from weavegym.envs.tasks.web._portal import (
     PORTAL_USER,
     RECORDS,
+    SITE,
     STATIC,
     fill_form,
     launch_firefox,
     sent_check,
     start_server,
     submitted_check,
+    write_site,
     write_static,
 )
 from weavegym.evaluators import Clause, Probe, Verdict
 
-SITE = f"{HOME}/portal"
 CATALOG = f"{SITE}/flavors.json"
 METRICS = f"{HOME}/metrics/usage-week.csv"
 SERVER_LOG = "/var/log/portal.log"
@@ -146,9 +147,7 @@ def setup(ctx: SetupContext) -> Prepared:
     # The site (page and catalog) is the shell's to fix: the workspace account's; the script is root's.
     ctx.write_file(CATALOG, _catalog_text(flavors, bug, int(ctx.rng.integers(1, len(flavors) - 1))),
                    owner=WORKSPACE_USER, mode=0o644)
-    for name in ("index.html", "style.css"):
-        ctx.write_file(f"{SITE}/{name}", ctx.fixture(__package__, f"{FIXTURES}/{name}"), owner=WORKSPACE_USER,
-                       mode=0o644)
+    write_site(ctx, FIXTURES, banner="#3b2f63")
     write_static(ctx, "request.js", ctx.fixture(__package__, f"{FIXTURES}/request.js").decode())
     start_server(ctx, port, SERVER_LOG, f"--site {SITE} --static {STATIC} --records {RECORDS} --form {FORM}")
     window = launch_firefox(ctx, f"http://127.0.0.1:{port}/", r"^Cloud portal — Mozilla Firefox$")
