@@ -29,6 +29,7 @@ from typing import Any
 from weavegym.envs.setup_context import DESKTOP_USER, HOME, WORKSPACE_USER, SetupContext
 from weavegym.envs.task import ActionLike
 from weavegym.evaluators import Probe, Verdict
+from weavegym.evaluators.provenance import Deliverable
 from weavegym.machine.guest_client import WindowInfo
 
 SERVER = "/usr/local/lib/portal/portal_server.py"
@@ -116,6 +117,12 @@ def launch_firefox(ctx: SetupContext, url: str, title_regex: str) -> WindowInfo:
     ctx.write_file(f"{PROFILE}/user.js", USER_JS)
     ctx.launch_gui(f"{{as_user}} firefox-esr --no-remote --profile {PROFILE} {url}", name="firefox")
     return ctx.wait_window(title_regex, timeout=400)
+
+
+def record_deliverable(what: str) -> Deliverable:
+    """The GUI deliverable of a portal task: the server's record of ``what`` the browser sent."""
+    return Deliverable(RECORDS, "gui", owner=PORTAL_USER,
+                       description=f"{what} (written by the portal server, which notes the sending account)")
 
 
 def submissions(probe: Probe, form: str) -> list[dict[str, Any]]:

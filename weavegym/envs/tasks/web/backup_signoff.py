@@ -33,6 +33,7 @@ from weavegym.envs.tasks.web._portal import (
     field_is,
     fill_form,
     launch_firefox,
+    record_deliverable,
     sent_check,
     start_server,
     submitted_check,
@@ -173,9 +174,7 @@ TASK = Task(
         Clause("config_fixed", "api.ini allows exactly the portal page's origin", check_config),
     ),
     deliverables=(
-        Deliverable(RECORDS, "gui", owner=PORTAL_USER,
-                    description="the API's record of the sign-off (written by the portal server, which notes the "
-                                "sending account)"),
+        record_deliverable("the API's record of the sign-off"),
         Deliverable(CONFIG, "cli", description="the fixed ~/portal/api.ini"),
     ),
     oracle=oracle,

@@ -32,6 +32,7 @@ from weavegym.envs.tasks.web._portal import (
     field_is,
     fill_form,
     launch_firefox,
+    record_deliverable,
     sent_check,
     start_server,
     submitted_check,
@@ -187,9 +188,7 @@ TASK = Task(
         Clause("source_fixed", "index.html has every field id the portal's script looks up", check_source_fixed),
     ),
     deliverables=(
-        Deliverable(RECORDS, "gui", owner=PORTAL_USER,
-                    description="the portal's record of the report (written by the portal server, which notes "
-                                "the sending account)"),
+        record_deliverable("the portal's record of the report"),
         Deliverable(PAGE, "cli", description="the fixed ~/portal/index.html"),
     ),
     oracle=oracle,

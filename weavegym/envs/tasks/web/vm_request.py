@@ -28,6 +28,7 @@ from weavegym.envs.tasks.web._portal import (
     STATIC,
     fill_form,
     launch_firefox,
+    record_deliverable,
     sent_check,
     start_server,
     submitted_check,
@@ -230,9 +231,7 @@ TASK = Task(
         Clause("catalog_fixed", "flavors.json is valid JSON with the full catalog", check_catalog),
     ),
     deliverables=(
-        Deliverable(RECORDS, "gui", owner=PORTAL_USER,
-                    description="the portal's record of the VM request (written by the portal server, which notes "
-                                "the sending account)"),
+        record_deliverable("the portal's record of the VM request"),
         Deliverable(CATALOG, "cli", description="the fixed ~/portal/flavors.json"),
     ),
     oracle=oracle,
