@@ -27,11 +27,11 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from weavegym.envs.actions import ENDING_KINDS, Action, ActionLimits, channel_of, parse_action
-from weavegym.machine.guest_client import ExecResult, GuestClient
 from weavegym.core.guest_layout import DESKTOP_USER
+from weavegym.envs.actions import ENDING_KINDS, Action, ActionLimits, channel_of, parse_action
 from weavegym.envs.shell_session import PYTHON_WRAPPER, SHELL_WRAPPER
 from weavegym.envs.task import ActionLike, OracleContext, Task
+from weavegym.machine.guest_client import ExecResult, GuestClient
 
 ADVERSARIES = ("cli-only", "gui-only", "forger")
 FORGE_CHUNK = 60_000  # base64 characters per shell action (actions carry at most 100 000)

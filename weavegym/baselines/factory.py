@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from weavegym.baselines.policy import Policy
 from weavegym.baselines.llm_agent import LLMAgent, LLMConfig
+from weavegym.baselines.policy import Policy
 from weavegym.baselines.simple_agents import NoopAgent, OracleAgent, RandomAgent
 
 POLICY_NAMES: tuple[str, ...] = ("random", "noop", "oracle", "llm")

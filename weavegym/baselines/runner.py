@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import multiprocessing as mp
-import shutil
 import time
 import traceback
 from collections.abc import Callable
@@ -22,15 +21,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
 from PIL import Image
 
-import gymnasium as gym
-
-from weavegym.baselines.policy import EpisodeStart
-from weavegym.envs.task import OracleContext
 from weavegym.baselines.factory import make_policy
+from weavegym.baselines.policy import EpisodeStart
 from weavegym.core.version import __version__
 from weavegym.envs.registration import register_tasks
+from weavegym.envs.task import OracleContext
 
 EPISODE_FILE = "episode.json"
 

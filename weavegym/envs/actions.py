@@ -377,8 +377,9 @@ def tool_schema(screen: tuple[int, int] = (1280, 720), limits: ActionLimits = Ac
         }
         required = [name for name, default in _FIELDS[kind] if default is REQUIRED]
         parameters = {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
-        tools.append({"type": "function", "function": {"name": kind, "description": VOCABULARY[kind].describe(width, height),
-                                                       "parameters": parameters}})
+        description = VOCABULARY[kind].describe(width, height)
+        tools.append({"type": "function",
+                      "function": {"name": kind, "description": description, "parameters": parameters}})
     return tools
 
 

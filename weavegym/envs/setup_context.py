@@ -17,6 +17,7 @@ import numpy as np
 
 from weavegym.core.deadline import wait_for
 from weavegym.core.errors import TaskError
+
 # Re-exported: a task module needs only this one import for its setup.
 from weavegym.core.guest_layout import DESKTOP_USER as DESKTOP_USER
 from weavegym.core.guest_layout import HOME as HOME
@@ -26,6 +27,7 @@ from weavegym.core.guest_layout import SHARED_GROUP as SHARED_GROUP
 from weavegym.core.guest_layout import WORKSPACE_USER as WORKSPACE_USER
 from weavegym.machine.guest_client import ExecResult, GuestClient, WindowInfo
 from weavegym.machine.window_manager import nudge_window_manager
+
 
 class SetupContext:
     def __init__(self, client: GuestClient, task_id: str, seed: int, screen: tuple[int, int]) -> None:

@@ -19,8 +19,8 @@ from __future__ import annotations
 import string
 from dataclasses import dataclass
 
-from weavegym.machine.guest_client import ExecResult, GuestClient
 from weavegym.core.guest_layout import WORKSPACE_USER
+from weavegym.machine.guest_client import ExecResult, GuestClient
 
 # Per account ($UID expands in the guest): the desktop-terminal adversary of `weavegym validate` keeps a
 # shell of its own beside the episode's one.

@@ -75,8 +75,8 @@ class ActionLayout:
 
     @classmethod
     def from_config(cls, config: EnvConfig, limits: ActionLimits) -> ActionLayout:
-        return cls(config.screen_size, tuple(config.action_kinds or KINDS), tuple(config.key_vocabulary or DEFAULT_KEYS),
-                   config.coordinates, limits)
+        return cls(config.screen_size, tuple(config.action_kinds or KINDS),
+                   tuple(config.key_vocabulary or DEFAULT_KEYS), config.coordinates, limits)
 
     @property
     def fields(self) -> tuple[str, ...]:
@@ -118,8 +118,8 @@ class ActionLayout:
         if index is None:
             return action
         if not 0 <= index < len(self.kinds):
-            raise InvalidActionError(f"kind index {index} is out of range; this env's kinds are 0..{len(self.kinds) - 1}"
-                                     f" ({', '.join(self.kinds)})")
+            raise InvalidActionError(f"kind index {index} is out of range; this env's kinds are "
+                                     f"0..{len(self.kinds) - 1} ({', '.join(self.kinds)})")
         kind = self.kinds[index]
         out: dict[str, object] = {"kind": kind}
         for name, _default in VOCABULARY[kind].fields:
@@ -250,9 +250,7 @@ def observation_space(screen: tuple[int, int], terminal_max_chars: int = 16384,
 
 
 def _integer(value: object) -> int | None:
-    if isinstance(value, np.ndarray) and value.ndim == 0:
-        value = value.item()
-    elif isinstance(value, np.generic):
+    if (isinstance(value, np.ndarray) and value.ndim == 0) or isinstance(value, np.generic):
         value = value.item()
     if isinstance(value, int) and not isinstance(value, bool):
         return value
@@ -260,9 +258,7 @@ def _integer(value: object) -> int | None:
 
 
 def _real(value: object) -> float | None:
-    if isinstance(value, np.ndarray) and value.ndim == 0:
-        value = value.item()
-    elif isinstance(value, np.generic):
+    if (isinstance(value, np.ndarray) and value.ndim == 0) or isinstance(value, np.generic):
         value = value.item()
     if isinstance(value, int | float) and not isinstance(value, bool) and np.isfinite(value):
         return float(value)

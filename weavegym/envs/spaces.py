@@ -17,7 +17,6 @@ import numpy as np
 from gymnasium.spaces import Text
 from numpy.typing import NDArray
 
-
 N_CODE_POINTS = 0x110000
 _INVALID = re.compile("[\x00\ud800-\udfff]")  # NUL and surrogates: not text, and not encodable as UTF-8
 _SAMPLE_ALPHABET: tuple[str, ...] = tuple(string.ascii_letters + string.digits + string.punctuation + " éßü中文😀")

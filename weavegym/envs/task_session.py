@@ -71,8 +71,8 @@ class TaskSession:
             owners = {d.owner for d in self.task.deliverables if d.owner}
             rules = (DesktopAccessUnchanged(owners - {"root"}), NoDesktopTerminalWork(), *rules)
             clauses = (*clauses, *provenance_clauses(self.task.deliverables))
-        return evaluate(clauses, rules, Probe(backend.client, episode=trajectory.end()), trajectory, self.prepared.truth,
-                        pass_threshold=self.task.pass_threshold)
+        probe = Probe(backend.client, episode=trajectory.end())
+        return evaluate(clauses, rules, probe, trajectory, self.prepared.truth, pass_threshold=self.task.pass_threshold)
 
     def _load(self, backend: Backend, seed: int) -> tuple[TaskSnapshot, bool]:
         cached = self._snapshots.get(seed)

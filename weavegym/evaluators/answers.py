@@ -167,19 +167,15 @@ def parse_date(text: str) -> dt.date | None:
     candidates: list[tuple[int, int, int]] = []
     if m := _ISO.search(body):
         candidates.append((int(m[1]), int(m[2]), int(m[3])))
-    if m := _DAY_MONTH.search(body):
-        if m[2].lower() in _MONTHS:
-            candidates.append((int(m[3]), _MONTHS[m[2].lower()], int(m[1])))
-    if m := _MONTH_DAY.search(body):
-        if m[1].lower() in _MONTHS:
-            candidates.append((int(m[3]), _MONTHS[m[1].lower()], int(m[2])))
+    if (m := _DAY_MONTH.search(body)) and m[2].lower() in _MONTHS:
+        candidates.append((int(m[3]), _MONTHS[m[2].lower()], int(m[1])))
+    if (m := _MONTH_DAY.search(body)) and m[1].lower() in _MONTHS:
+        candidates.append((int(m[3]), _MONTHS[m[1].lower()], int(m[2])))
     if m := _NUMERIC.search(body):
         first, second, year = int(m[1]), int(m[2]), int(m[3])
         if first > 12 >= second:
             candidates.append((year, second, first))
-        elif second > 12 >= first:
-            candidates.append((year, first, second))
-        elif first == second:
+        elif second > 12 >= first or first == second:
             candidates.append((year, first, second))
     for year, month, day in candidates:
         try:
@@ -210,7 +206,8 @@ def check_abstention(episode: EpisodeEnd, *, feasible: bool, causes: Iterable[st
     if feasible:
         return Verdict.check(episode.kind != "fail", f"the task was feasible and the agent ended with "
                                                      f"{episode.kind or 'no action'}"
-                                                     + (f" (reason {_shown(episode.reason)})" if episode.reason else ""))
+                                                     + (f" (reason {_shown(episode.reason)})"
+                                                        if episode.reason else ""))
     if episode.kind != "fail":
         return Verdict.failed(f"the task was infeasible, but the agent ended with {episode.kind or 'no action'}")
     reason = normalize_text(episode.reason)

@@ -9,8 +9,8 @@ broken guest) are raised, because then the evaluation itself is unreliable.
 
 from __future__ import annotations
 
-from weavegym.core.trajectory import EpisodeEnd
 from weavegym.core.errors import AgentInternalError, AgentRequestError, AgentTimeoutError, GuestPathNotFoundError
+from weavegym.core.trajectory import EpisodeEnd
 from weavegym.machine.guest_client import ExecResult, FileStat, GuestClient
 
 DEFAULT_MAX_BYTES = 64 << 20

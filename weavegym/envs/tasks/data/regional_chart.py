@@ -16,17 +16,15 @@ from __future__ import annotations
 
 import csv
 import io
-import sqlite3
-import tempfile
 import xml.etree.ElementTree as ET
 import zipfile
 from collections.abc import Iterator, Mapping
 from datetime import date, timedelta
-from pathlib import Path
 from typing import Any
 
 from weavegym.envs.setup_context import HOME, SetupContext
 from weavegym.envs.task import ActionLike, Channels, Deliverable, OracleContext, Prepared, Task
+from weavegym.envs.tasks.data.sqlite_bytes import database_bytes, opened
 from weavegym.envs.tasks.docs.office import screen, wait_screen
 from weavegym.evaluators import Clause, ForbiddenPattern, ForbiddenPatterns, GuiArtifactViaCli, Probe, Verdict
 
@@ -85,26 +83,15 @@ def _sales_db(ctx: SetupContext, regions: list[str]) -> bytes:
         status = ("paid", "paid", "paid", "paid", "refunded", "pending")[int(ctx.rng.integers(6))]
         rows.append((i + 1, when.isoformat(), regions[int(ctx.rng.integers(len(regions)))],
                      int(ctx.rng.integers(1500, 250000)) / 100, status))
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "sales.db"
-        con = sqlite3.connect(path)
-        con.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY, order_date TEXT NOT NULL, region TEXT NOT NULL, "
-                    "amount REAL NOT NULL, status TEXT NOT NULL)")
-        con.executemany("INSERT INTO orders VALUES (?, ?, ?, ?, ?)", rows)
-        con.commit()
-        con.close()
-        return path.read_bytes()
+    return database_bytes("CREATE TABLE orders (id INTEGER PRIMARY KEY, order_date TEXT NOT NULL, "
+                          "region TEXT NOT NULL, amount REAL NOT NULL, status TEXT NOT NULL)", {"orders": rows})
 
 
 def _revenue(db: bytes, quarter: int) -> list[tuple[str, float]]:
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "sales.db"
-        path.write_bytes(db)
-        con = sqlite3.connect(path)
-        first, last = f"2026-{3 * quarter - 2:02d}-01", f"2026-{3 * quarter:02d}-31"
+    first, last = f"2026-{3 * quarter - 2:02d}-01", f"2026-{3 * quarter:02d}-31"
+    with opened(db) as con:
         rows = con.execute("SELECT region, round(SUM(amount), 2) FROM orders WHERE status = 'paid' AND order_date "
                            "BETWEEN ? AND ? GROUP BY region ORDER BY 2 DESC", (first, last)).fetchall()
-        con.close()
     return [(str(r), float(v)) for r, v in rows]
 
 

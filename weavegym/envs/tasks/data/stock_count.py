@@ -9,14 +9,12 @@ the window, whose answer lands in a root-only file the agent cannot write.
 from __future__ import annotations
 
 import json
-import sqlite3
-import tempfile
 from collections.abc import Iterator, Mapping
-from pathlib import Path
 from typing import Any
 
 from weavegym.envs.setup_context import HOME, PRIVATE_DIR, WORKSPACE_USER, SetupContext
 from weavegym.envs.task import ActionLike, Channels, Deliverable, OracleContext, Prepared, Task
+from weavegym.envs.tasks.data.sqlite_bytes import database_bytes
 from weavegym.evaluators import Clause, Probe, Verdict
 
 DB = f"{HOME}/warehouse.db"
@@ -32,17 +30,11 @@ COUNTERS = ("M. Novak", "A. Okafor", "L. Berger", "S. Iyer")
 
 
 def _build_db(stock: list[tuple[str, str, str, int, float]]) -> bytes:
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "warehouse.db"
-        con = sqlite3.connect(path)
-        con.executescript(
-            "CREATE TABLE stock (sku TEXT PRIMARY KEY, name TEXT NOT NULL, location TEXT NOT NULL, "
-            "qty INTEGER NOT NULL, unit_cost REAL NOT NULL);"
-            "CREATE TABLE adjustments (sku TEXT NOT NULL, old_qty INTEGER NOT NULL, new_qty INTEGER NOT NULL);")
-        con.executemany("INSERT INTO stock VALUES (?, ?, ?, ?, ?)", stock)
-        con.commit()
-        con.close()
-        return path.read_bytes()
+    return database_bytes(
+        "CREATE TABLE stock (sku TEXT PRIMARY KEY, name TEXT NOT NULL, location TEXT NOT NULL, "
+        "qty INTEGER NOT NULL, unit_cost REAL NOT NULL);"
+        "CREATE TABLE adjustments (sku TEXT NOT NULL, old_qty INTEGER NOT NULL, new_qty INTEGER NOT NULL);",
+        {"stock": stock})
 
 
 def setup(ctx: SetupContext) -> Prepared:

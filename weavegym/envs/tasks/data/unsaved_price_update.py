@@ -17,14 +17,12 @@ from __future__ import annotations
 import csv
 import io
 import re
-import sqlite3
-import tempfile
 from collections.abc import Iterator, Mapping
-from pathlib import Path
 from typing import Any
 
 from weavegym.envs.setup_context import HOME, WORKSPACE_USER, SetupContext
 from weavegym.envs.task import ActionLike, Channels, Deliverable, OracleContext, Prepared, Task
+from weavegym.envs.tasks.data.sqlite_bytes import database_bytes, opened
 from weavegym.envs.tasks.docs.office import screen, wait_screen
 from weavegym.evaluators import Clause, Probe, Verdict
 
@@ -52,30 +50,20 @@ def _initial_db(ctx: SetupContext) -> tuple[bytes, list[tuple[Any, ...]]]:
             used.add(sku)
             rows.append((sku, name, category, int(ctx.rng.integers(199, 25000)) / 100, int(ctx.rng.integers(0, 80)),
                          1))
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "shop.db"
-        con = sqlite3.connect(path)
-        con.execute("CREATE TABLE products (sku TEXT PRIMARY KEY, name TEXT NOT NULL, category TEXT NOT NULL, "
-                    "price REAL NOT NULL, stock INTEGER NOT NULL, active INTEGER NOT NULL DEFAULT 1)")
-        con.executemany("INSERT INTO products VALUES (?, ?, ?, ?, ?, ?)", rows)
-        con.commit()
-        con.close()
-        return path.read_bytes(), rows
+    return database_bytes("CREATE TABLE products (sku TEXT PRIMARY KEY, name TEXT NOT NULL, category TEXT NOT NULL, "
+                          "price REAL NOT NULL, stock INTEGER NOT NULL, active INTEGER NOT NULL DEFAULT 1)",
+                          {"products": rows}), rows
 
 
 def _expected(db: bytes, statements: list[str], discontinued: set[str]) -> tuple[dict[str, tuple[Any, ...]],
                                                                                dict[str, tuple[Any, ...]]]:
     """(state after the colleague's edits, final state), computed by SQLite itself (same rounding)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "shop.db"
-        path.write_bytes(db)
-        con = sqlite3.connect(path)
+    with opened(db) as con:
         for statement in statements:
             con.execute(statement)
         after = {r[0]: r for r in con.execute("SELECT * FROM products")}
         con.executemany("UPDATE products SET active = 0 WHERE sku = ?", [(s,) for s in discontinued])
         final = {r[0]: r for r in con.execute("SELECT * FROM products")}
-        con.close()
     return after, final
 
 

@@ -20,8 +20,8 @@ from PIL import Image, ImageSequence
 from weavegym.envs.setup_context import HOME, PRIVATE_DIR, SetupContext
 from weavegym.envs.task import ActionLike, Channels, Deliverable, OracleContext, Prepared, Task
 from weavegym.envs.tasks.dialogs import await_dialog_exit, form_fields
-from weavegym.evaluators.probes_media import MAX_IMAGE_FRAMES, check_image_size
 from weavegym.evaluators import Clause, Probe, Verdict
+from weavegym.evaluators.probes_media import MAX_IMAGE_FRAMES, check_image_size
 
 SCANS = f"{HOME}/scans"
 TIFF = f"{HOME}/contract.tif"

@@ -13,7 +13,6 @@ must be rolled in the window and the game saved through its Game > Save dialog
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
 from weavegym.envs.setup_context import HOME, SetupContext

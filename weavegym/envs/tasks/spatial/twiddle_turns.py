@@ -82,7 +82,8 @@ def fewest_turns(board: str) -> str:
     start = tuple(int(n) * 4 + "uldr".index(o) for n, o in re.findall(r"(\d+)([uldr])", board))
     goal = tuple(sorted(v & ~3 for v in start))
     blocks = {"a": (0, 0), "b": (1, 0), "c": (0, 1), "d": (1, 1)}
-    letters = {**{k: (x, y, 1) for k, (x, y) in blocks.items()}, **{k.upper(): (x, y, -1) for k, (x, y) in blocks.items()}}
+    letters = {**{k: (x, y, 1) for k, (x, y) in blocks.items()},
+               **{k.upper(): (x, y, -1) for k, (x, y) in blocks.items()}}
 
     def layers(root: tuple[int, ...], depth: int, sign: int) -> dict[tuple[int, ...], str]:
         seen, layer = {root: ""}, [root]

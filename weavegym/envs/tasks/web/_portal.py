@@ -80,7 +80,8 @@ def write_static(ctx: SetupContext, name: str, text: str) -> None:
     ctx.write_file(f"{STATIC}/{name}", text, owner="root", mode=0o644)
 
 
-def write_site(ctx: SetupContext, fixtures: str, *, banner: str, fill: Callable[[str], str] = lambda text: text) -> None:
+def write_site(ctx: SetupContext, fixtures: str, *, banner: str,
+               fill: Callable[[str], str] = lambda text: text) -> None:
     """A portal's page and stylesheet in the site dir, and the form helpers every page's script uses.
 
     The page (``fixtures``/index.html through ``fill``) and the shared stylesheet (in the ``banner`` colour that

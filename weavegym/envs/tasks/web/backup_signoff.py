@@ -26,7 +26,6 @@ from typing import Any
 from weavegym.envs.setup_context import HOME, WORKSPACE_USER, SetupContext
 from weavegym.envs.task import ActionLike, Channels, Deliverable, OracleContext, Prepared, Task
 from weavegym.envs.tasks.web._portal import (
-    PORTAL_USER,
     RECORDS,
     SITE,
     STATIC,

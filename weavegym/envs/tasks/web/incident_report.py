@@ -22,10 +22,9 @@ from collections.abc import Iterator, Mapping
 from datetime import date, timedelta
 from typing import Any
 
-from weavegym.envs.setup_context import HOME, WORKSPACE_USER, SetupContext
+from weavegym.envs.setup_context import HOME, SetupContext
 from weavegym.envs.task import ActionLike, Channels, Deliverable, OracleContext, Prepared, Task
 from weavegym.envs.tasks.web._portal import (
-    PORTAL_USER,
     RECORDS,
     SITE,
     STATIC,
