@@ -319,6 +319,32 @@ def test_sigterm_to_the_cli_closes_its_vm() -> None:
     assert not (CACHE / "run" / name).exists()
 
 
+def _children(pid: int) -> set[int]:
+    return {int(c) for task in Path(f"/proc/{pid}/task").iterdir() for c in (task / "children").read_text().split()}
+
+
+def test_sigterm_to_a_parallel_validate_stops_its_workers_and_their_vms() -> None:
+    """`validate --workers 2` once waited for both running tasks (minutes each) before it exited on SIGTERM."""
+    cli = Path(sys.executable).with_name("weavegym")
+    proc = subprocess.Popen([str(cli), "validate", "Weave-DevOps-1,Weave-Productivity-1", "--workers", "2"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        def workers_vms() -> list[str] | None:
+            prefixes = tuple(f"weavegym-{c}-" for c in _children(proc.pid))
+            names = [n for n in _domain_names() if prefixes and n.startswith(prefixes)]
+            return names if len(names) == 2 else None
+
+        names = wait_for(workers_vms, 300, what="a VM of each validate worker")
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=120) == 130
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    left = set(names) & set(_domain_names())
+    assert not left, f"the workers' VMs outlived the CLI: {left}"
+    assert not [n for n in names if (CACHE / "run" / n).exists()]
+
+
 # ------------------------------------------------------------------------------------------ bad input
 
 

@@ -7,6 +7,7 @@ import signal
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
@@ -14,6 +15,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 
 from weavegym.core.errors import WeaveGymError
 from weavegym.core.paths import default_cache_dir
+
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing.process import BaseProcess
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Desktop VMs behind the Gymnasium API.")
 bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks (ratios within one run, medians).")
@@ -258,7 +263,8 @@ def _validate_in_parallel(jobs: list[tuple[int, str]], seed: int, workers: int, 
 
     done: dict[int, dict[str, object]] = {}
     spawn = mp.get_context("spawn")  # a fresh interpreter per worker: no inherited gRPC or libvirt state
-    with ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=spawn) as pool:
+    pool = ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=spawn, initializer=_unwind_on_sigterm)
+    try:
         futures = {pool.submit(validate_by_id, task_id, seed, k): i for i, (k, task_id) in enumerate(jobs)}
         bar.update(overall, description=f"{len(jobs)} task runs on {min(workers, len(jobs))} workers")
         for future in as_completed(futures):
@@ -274,7 +280,34 @@ def _validate_in_parallel(jobs: list[tuple[int, str]], seed: int, workers: int, 
             bar.update(overall, advance=len(RUNS), description=f"{task_id} #{k + 1} done")
             if json_out is not None:
                 json_out.write_text(json.dumps([done[j] for j in sorted(done)], indent=2))
+    except BaseException:  # Ctrl-C or SIGTERM: stop the workers now, not after their tasks (minutes each)
+        _stop_workers(pool, mp.active_children())
+        raise
+    pool.shutdown()
     return [done[i] for i in sorted(done)]
+
+
+def _unwind_on_sigterm() -> None:
+    """A validate worker's start: SIGTERM unwinds it like Ctrl-C, so its env's close() destroys its VM."""
+    signal.signal(signal.SIGTERM, _interrupt)
+
+
+def _stop_workers(pool: ProcessPoolExecutor, workers: list[BaseProcess], grace_s: float = 60.0) -> None:
+    """Cancel what has not started, ask every running worker to unwind, and kill any still alive at the deadline.
+
+    Each worker closes its env as it unwinds (the VM and its overlay go); one that is killed instead leaves
+    its VM to the lease watchdog, which destroys it when its owner dies.
+    """
+    from weavegym.core.deadline import Deadline
+
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in workers:
+        proc.terminate()
+    deadline = Deadline(grace_s)
+    for proc in workers:
+        proc.join(deadline.remaining())
+        if proc.is_alive():
+            proc.kill()
 
 
 def _print_validation(reports: list[dict[str, object]], title: str) -> None:
