@@ -9,6 +9,7 @@ desktop side, opening X to the shell or doing command-line work in a terminal wi
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 
 import pytest
 
@@ -31,10 +32,31 @@ def vm():
         yield machine
 
 
-@pytest.fixture()
-def shell(vm: LibvirtVM) -> ShellSession:
+@pytest.fixture(params=[False, True], ids=["stateless-shell", "persistent-shell"])
+def shell(vm: LibvirtVM, request: pytest.FixtureRequest) -> Iterator[ShellSession]:
+    """Both shells the env offers; the agent's long-lived one must keep the channels apart just as well."""
     assert vm.client is not None
-    return ShellSession(vm.client)
+    session = ShellSession(vm.client, persistent=request.param)
+    yield session
+    session.restart()
+
+
+def test_the_persistent_shell_keeps_its_state_and_outlives_a_timeout_as_the_workspace(vm: LibvirtVM) -> None:
+    assert vm.client is not None
+    session = ShellSession(vm.client, persistent=True)
+    try:
+        session.shell("cd /tmp && mkdir -p wg-ps && cd wg-ps && export WG_A=1 && wg_f() { echo f$1; }", 30)
+        killed = session.shell("cd /; WG_A=2; sleep 60 & echo $! > /tmp/wg-ps/job; sleep 120", 3)
+        assert killed.timed_out and killed.exit_code == 124
+        job = vm.client.exec("cat /tmp/wg-ps/job").stdout.strip()
+        out = session.shell("pwd; echo $WG_A; wg_f 9; id -un; echo ${DISPLAY:-none}", 30)
+        assert out.text.split("\n")[:5] == ["/tmp/wg-ps", "1", "f9", "workspace", "none"], out.text
+        gone = vm.client.exec(f"ps -o stat= -p {job} | grep -qv Z && echo alive || echo gone").stdout.strip()
+        assert gone == "gone", "the killed command's job must die with it"
+        assert session.python("import os; print(os.getcwd(), os.environ['WG_A'], os.getuid() != 0)", 60).text \
+            == "/tmp/wg-ps 1 True\n"
+    finally:
+        session.restart()
 
 
 def _rule_context(vm: LibvirtVM, started: float) -> RuleContext:

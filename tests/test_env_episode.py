@@ -306,3 +306,25 @@ def test_close_twice_and_reset_after_close() -> None:
         env.reset()
     with pytest.raises(EpisodeError):
         env.step("done()")
+
+
+def test_the_persistent_shell_plays_the_same_episode() -> None:
+    """EnvConfig(persistent_shell=True): the same terminal semantics and the same score, on a VM of its own."""
+    from weavegym.ops.validation import run_policy
+
+    env = WeaveEnv(TASK_ID, persistent_shell=True)
+    try:
+        env.reset(seed=0)
+        obs, *_ = env.step('shell("cd /tmp && export WEAVE_X=42 && whoami")')
+        assert obs["terminal"] == "workspace\n"
+        obs, *_rest, info = env.step({"kind": "shell", "command": "cd /; WEAVE_X=0; sleep 600", "timeout": 2})
+        assert int(obs["exit_code"]) == 124 and info["command_timed_out"] and "interrupted" in obs["terminal"]
+        obs, *_ = env.step('python("import os; print(os.getcwd(), os.environ[\'WEAVE_X\'])")')
+        assert obs["terminal"] == "/tmp 42\n"
+        env.reset(seed=0)
+        obs, *_ = env.step('shell("pwd; echo ${WEAVE_X:-unset}")')
+        assert obs["terminal"] == "/home/user\nunset\n", "a reset must give a fresh shell"
+        result = run_policy(env, "oracle", get_task(TASK_ID).oracle, seed=0)
+        assert result.action_errors == [] and result.score == 1.0, result.evaluation
+    finally:
+        env.close()

@@ -53,6 +53,11 @@ class Coordinator:
             self.restarted = True
         return self.backend
 
+    def begin_episode(self) -> None:
+        """A fresh terminal for the episode that starts now (a long-lived shell is ended, its jobs too)."""
+        backend = self.running()
+        self._executor_for(backend).shell.restart()
+
     def running(self) -> Backend:
         """The backend of the episode under way; ``EpisodeError`` before the first reset."""
         if self.backend is None or self.backend.client is None:
@@ -110,7 +115,7 @@ class Coordinator:
     def _executor_for(self, backend: Backend) -> ActionExecutor:
         assert backend.client is not None
         if self._executor is None or self._executor.client is not backend.client:
-            shell = ShellSession(backend.client, user=backend.workspace_user)
+            shell = ShellSession(backend.client, user=backend.workspace_user, persistent=self.config.persistent_shell)
             self._executor = ActionExecutor(backend.client, shell, self.config.shell_timeout_s)
         return self._executor
 

@@ -81,25 +81,48 @@ class CommandOutput:
 
 
 class ShellSession:
-    def __init__(self, client: GuestClient, *, user: str = WORKSPACE_USER, max_output_bytes: int = 1 << 20) -> None:
+    """``persistent``: the guest agent's long-lived bash for this account (``GuestClient.shell``), where a
+    command costs one pipe write instead of a bash start plus a state restore and save. Same semantics."""
+
+    def __init__(self, client: GuestClient, *, user: str = WORKSPACE_USER, max_output_bytes: int = 1 << 20,
+                 persistent: bool = False) -> None:
         self.client = client
         self.user = user
         self.max_output_bytes = max_output_bytes
+        self.persistent = persistent
 
     def shell(self, command: str, timeout: float) -> CommandOutput:
+        if self.persistent:
+            return self._output(self.client.shell(command, user=self.user, timeout=timeout,
+                                                  max_output_bytes=self.max_output_bytes), timeout)
         return self._run(SHELL_WRAPPER, command, timeout)
 
     def python(self, code: str, timeout: float) -> CommandOutput:
         """A fresh ``python3`` in the shell's current directory and environment."""
+        if self.persistent:
+            return self._output(self.client.shell(code, python=True, user=self.user, timeout=timeout,
+                                                  max_output_bytes=self.max_output_bytes), timeout)
         return self._run(PYTHON_WRAPPER, code, timeout)
+
+    def restart(self) -> None:
+        """A new episode's shell: fresh state in ``$HOME`` (the stateless shell's state file goes with the
+        snapshot reset; a long-lived one is ended here, for backends without snapshots too)."""
+        if self.persistent:
+            self.client.close_shell(self.user)
 
     def _run(self, wrapper: str, stdin: str, timeout: float) -> CommandOutput:
         result: ExecResult = self.client.exec(
             ["bash", "-c", wrapper, "weavegym-shell"], user=self.user, stdin=stdin.encode("utf-8"),
             timeout=timeout, max_output_bytes=self.max_output_bytes, merge_stderr=True)
+        return self._output(result, timeout)
+
+    @staticmethod
+    def _output(result: ExecResult, timeout: float) -> CommandOutput:
         text = result.stdout
         if result.timed_out:
             text += f"\n[weavegym: interrupted after {timeout:g} s; the shell is still usable]"
+        if result.restarted:
+            text += "\n[weavegym: the shell had to start over: fresh state in $HOME]"
         return CommandOutput(text=text, exit_code=124 if result.timed_out else result.exit_code,
                              timed_out=result.timed_out, output_truncated=result.truncated,
                              duration_s=result.duration_s)

@@ -111,6 +111,8 @@ class WeaveEnv(gym.Env[dict[str, Any], dict[str, Any]]):
         backend = self.coordinator.ensure_started()
         task_seed = self.session.pick_seed(seed, options, self.np_random)
         prepared, created = self.session.start(backend, task_seed, new_machine=self.coordinator.restarted)
+        if self.config.persistent_shell:
+            self.coordinator.begin_episode()
         self.instruction = self.task.render_instruction(prepared)
         self._terminal, self._exit_code, self._steps, self._ended = "", 0, 0, False
         frame_start = time.monotonic()

@@ -30,6 +30,7 @@ from weavegym.guest_agent.clipboard import Clipboard
 from weavegym.guest_agent.display import LOCK_TIMEOUT_S, DisplayConnection
 from weavegym.guest_agent.errors import DisplayUnavailable, InvalidArgument, RequestError
 from weavegym.guest_agent.input import InputController
+from weavegym.guest_agent.persistent_shell import ShellRegistry
 from weavegym.guest_agent.windows import activate_window, list_windows
 
 log = logging.getLogger("weavegym.guest_agent")
@@ -136,10 +137,12 @@ class GuestAgentServicer(pb_grpc.GuestAgentServicer):
                                                      no_display_users=config.no_display_users,
                                                      process_limit=config.process_limit,
                                                      episode_cgroup=config.episode_cgroup)
+        self.shells = ShellRegistry(self.exec_defaults)
         self.boot_id = _read_boot_id()
         self._started = time.monotonic()
 
     def close(self) -> None:
+        self.shells.close_all()
         self.clipboard.close()
         self.capturer.close()
         self.display.close()
@@ -209,6 +212,21 @@ class GuestAgentServicer(pb_grpc.GuestAgentServicer):
             os.unlink(path)
             raise
         yield from self._stream(spec, context)
+
+    @_guarded
+    def Shell(self, request, context):
+        kinds = {pb.SHELL_COMMAND: "shell", pb.SHELL_PYTHON: "python"}
+        if request.kind not in kinds:
+            raise InvalidArgument("ShellRequest.kind must be SHELL_COMMAND or SHELL_PYTHON")
+        result = self.shells.run(request.user, kinds[request.kind], request.source, request.timeout_s,
+                                 request.max_output_bytes)
+        return pb.ShellResponse(output=result.output, exit_code=result.exit_code, timed_out=result.timed_out,
+                                truncated=result.truncated, output_bytes=result.output_bytes,
+                                duration_s=result.duration_s, restarted=result.restarted)
+
+    @_guarded
+    def CloseShell(self, request, context):
+        return pb.CloseShellResponse(was_open=self.shells.close(request.user))
 
     # -- screen and input ----------------------------------------------------------------------
     @_guarded

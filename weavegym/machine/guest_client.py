@@ -75,6 +75,7 @@ class ExecResult:
     stderr_total: int = 0
     duration_s: float = 0.0
     pid: int = 0
+    restarted: bool = False  # a long-lived shell started over with a fresh state (GuestClient.shell)
 
     @property
     def stdout(self) -> str:
@@ -327,6 +328,26 @@ class GuestClient:
         """Run Python source in a fresh interpreter in the guest."""
         opts = self._options(cwd, env, user, stdin, timeout, max_output_bytes, False)
         return self._collect(pb.PythonRequest(code=code, options=opts))
+
+    def shell(self, source: str, *, python: bool = False, user: str = "", timeout: float = 60.0,
+              max_output_bytes: int = 0) -> ExecResult:
+        """Run a command (or, with ``python``, Python source) in the account's long-lived guest bash.
+
+        The shell's state (directory, variables, functions, aliases, jobs) carries over to the next call; a
+        command killed at ``timeout`` leaves the state from before it. stdout holds stdout and stderr
+        interleaved; ``restarted`` says the shell had to start over with a fresh state.
+        """
+        request = pb.ShellRequest(user=user, kind=pb.SHELL_PYTHON if python else pb.SHELL_COMMAND, source=source,
+                                  timeout_s=timeout, max_output_bytes=max_output_bytes)
+        # A killed command's shell takes up to 30 s more to hand over to its checkpoint (persistent_shell.py).
+        resp = self._unary("Shell", request, timeout + self.config.exec_grace_s + 30.0, idempotent=False)
+        return ExecResult(exit_code=resp.exit_code, stdout_raw=resp.output, stderr_raw=b"", timed_out=resp.timed_out,
+                          stdout_truncated=resp.truncated, stdout_total=resp.output_bytes,
+                          duration_s=resp.duration_s, restarted=resp.restarted)
+
+    def close_shell(self, user: str = "") -> bool:
+        """End the account's long-lived guest bash and all it started; True if there was one."""
+        return self._unary("CloseShell", pb.CloseShellRequest(user=user), idempotent=False).was_open
 
     # -- screen ----------------------------------------------------------------------------------
     def screenshot(self, *, encoding: str = "raw", region: tuple[int, int, int, int] | None = None,

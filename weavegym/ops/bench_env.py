@@ -1,7 +1,8 @@
 """`weavegym bench env`: the env's own hot paths on one VM, in one run (medians, not timed tests).
 
 Measured through ``WeaveEnv`` exactly as an agent sees them: reset to a cached
-task snapshot, a GUI action plus its settled frame, ``shell("true")``, a bare
+task snapshot, a GUI action plus its settled frame, ``shell("true")`` (and both shells side by side:
+the stateless default and the agent's long-lived one, with ``python("pass")``), a bare
 frame grab (QEMU screendump) against the agent's in-guest screenshot, and the
 checker at the end of an episode.
 """
@@ -13,6 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from weavegym.envs.shell_session import ShellSession
 from weavegym.envs.weave_env import WeaveEnv
 
 
@@ -62,6 +64,18 @@ def run_env_bench(config: EnvBenchConfig, progress: Callable[[str], None] | None
         result["shell_true_step"] = _stats(_timed(lambda: env.step('shell("true")'), config.iterations))
         client = env.backend.client
         result["agent_exec_true"] = _stats(_timed(lambda: client.exec(["true"], timeout=10), config.iterations))
+        # Both shells on the same VM in the same run: a new bash that restores and saves the state per command
+        # (the default) against the agent's long-lived bash (EnvConfig.persistent_shell).
+        user = env.backend.workspace_user
+        for mode, session in (("stateless", ShellSession(client, user=user)),
+                              ("persistent", ShellSession(client, user=user, persistent=True))):
+            say(f"{mode} shell: true, python pass")
+            session.shell("true", 30)  # the persistent shell starts on its first command
+            result[f"shell_true_{mode}"] = _stats(_timed(lambda s=session: s.shell("true", 30), config.iterations))
+            result[f"python_pass_{mode}"] = _stats(_timed(lambda s=session: s.python("pass", 30), config.iterations))
+            session.restart()
+        result["shell_true_persistent_speedup"] = round(
+            result["shell_true_stateless"]["p50_ms"] / max(result["shell_true_persistent"]["p50_ms"], 0.1), 1)
         say("frames")
         result["frame_qemu_screendump"] = _stats(_timed(env.backend.grab_frame, config.iterations))
         result["frame_agent_screenshot"] = _stats(_timed(lambda: client.screenshot(), config.iterations))

@@ -13,6 +13,12 @@ class OutputStream(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     STDOUT: _ClassVar[OutputStream]
     STDERR: _ClassVar[OutputStream]
 
+class ShellKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    SHELL_KIND_UNSPECIFIED: _ClassVar[ShellKind]
+    SHELL_COMMAND: _ClassVar[ShellKind]
+    SHELL_PYTHON: _ClassVar[ShellKind]
+
 class ImageEncoding(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     RAW_RGB: _ClassVar[ImageEncoding]
@@ -49,6 +55,9 @@ class Selection(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
 OUTPUT_STREAM_UNSPECIFIED: OutputStream
 STDOUT: OutputStream
 STDERR: OutputStream
+SHELL_KIND_UNSPECIFIED: ShellKind
+SHELL_COMMAND: ShellKind
+SHELL_PYTHON: ShellKind
 RAW_RGB: ImageEncoding
 ZLIB_RGB: ImageEncoding
 PNG: ImageEncoding
@@ -213,6 +222,50 @@ class ExecEvent(_message.Message):
     output: OutputChunk
     exit: ExitStatus
     def __init__(self, started: _Optional[_Union[ExecStarted, _Mapping]] = ..., output: _Optional[_Union[OutputChunk, _Mapping]] = ..., exit: _Optional[_Union[ExitStatus, _Mapping]] = ...) -> None: ...
+
+class ShellRequest(_message.Message):
+    __slots__ = ("user", "kind", "source", "timeout_s", "max_output_bytes")
+    USER_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_S_FIELD_NUMBER: _ClassVar[int]
+    MAX_OUTPUT_BYTES_FIELD_NUMBER: _ClassVar[int]
+    user: str
+    kind: ShellKind
+    source: str
+    timeout_s: float
+    max_output_bytes: int
+    def __init__(self, user: _Optional[str] = ..., kind: _Optional[_Union[ShellKind, str]] = ..., source: _Optional[str] = ..., timeout_s: _Optional[float] = ..., max_output_bytes: _Optional[int] = ...) -> None: ...
+
+class ShellResponse(_message.Message):
+    __slots__ = ("output", "exit_code", "timed_out", "truncated", "output_bytes", "duration_s", "restarted")
+    OUTPUT_FIELD_NUMBER: _ClassVar[int]
+    EXIT_CODE_FIELD_NUMBER: _ClassVar[int]
+    TIMED_OUT_FIELD_NUMBER: _ClassVar[int]
+    TRUNCATED_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_BYTES_FIELD_NUMBER: _ClassVar[int]
+    DURATION_S_FIELD_NUMBER: _ClassVar[int]
+    RESTARTED_FIELD_NUMBER: _ClassVar[int]
+    output: bytes
+    exit_code: int
+    timed_out: bool
+    truncated: bool
+    output_bytes: int
+    duration_s: float
+    restarted: bool
+    def __init__(self, output: _Optional[bytes] = ..., exit_code: _Optional[int] = ..., timed_out: bool = ..., truncated: bool = ..., output_bytes: _Optional[int] = ..., duration_s: _Optional[float] = ..., restarted: bool = ...) -> None: ...
+
+class CloseShellRequest(_message.Message):
+    __slots__ = ("user",)
+    USER_FIELD_NUMBER: _ClassVar[int]
+    user: str
+    def __init__(self, user: _Optional[str] = ...) -> None: ...
+
+class CloseShellResponse(_message.Message):
+    __slots__ = ("was_open",)
+    WAS_OPEN_FIELD_NUMBER: _ClassVar[int]
+    was_open: bool
+    def __init__(self, was_open: bool = ...) -> None: ...
 
 class Region(_message.Message):
     __slots__ = ("x", "y", "width", "height")

@@ -54,6 +54,16 @@ class GuestAgentStub(object):
                 request_serializer=weavegym_dot_agent_dot_v1_dot_agent__pb2.PythonRequest.SerializeToString,
                 response_deserializer=weavegym_dot_agent_dot_v1_dot_agent__pb2.ExecEvent.FromString,
                 _registered_method=True)
+        self.Shell = channel.unary_unary(
+                '/weavegym.agent.v1.GuestAgent/Shell',
+                request_serializer=weavegym_dot_agent_dot_v1_dot_agent__pb2.ShellRequest.SerializeToString,
+                response_deserializer=weavegym_dot_agent_dot_v1_dot_agent__pb2.ShellResponse.FromString,
+                _registered_method=True)
+        self.CloseShell = channel.unary_unary(
+                '/weavegym.agent.v1.GuestAgent/CloseShell',
+                request_serializer=weavegym_dot_agent_dot_v1_dot_agent__pb2.CloseShellRequest.SerializeToString,
+                response_deserializer=weavegym_dot_agent_dot_v1_dot_agent__pb2.CloseShellResponse.FromString,
+                _registered_method=True)
         self.Screenshot = channel.unary_unary(
                 '/weavegym.agent.v1.GuestAgent/Screenshot',
                 request_serializer=weavegym_dot_agent_dot_v1_dot_agent__pb2.ScreenshotRequest.SerializeToString,
@@ -131,6 +141,21 @@ class GuestAgentServicer(object):
 
     def RunPython(self, request, context):
         """Python source run in a fresh interpreter, with the same event stream as Exec.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Shell(self, request, context):
+        """A command in the account's one long-lived bash (state persists between calls; a command killed at its
+        deadline leaves the state from before it), or Python started from that shell.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CloseShell(self, request, context):
+        """End an account's long-lived bash and everything it started; the next Shell call starts a fresh one.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -220,6 +245,16 @@ def add_GuestAgentServicer_to_server(servicer, server):
                     servicer.RunPython,
                     request_deserializer=weavegym_dot_agent_dot_v1_dot_agent__pb2.PythonRequest.FromString,
                     response_serializer=weavegym_dot_agent_dot_v1_dot_agent__pb2.ExecEvent.SerializeToString,
+            ),
+            'Shell': grpc.unary_unary_rpc_method_handler(
+                    servicer.Shell,
+                    request_deserializer=weavegym_dot_agent_dot_v1_dot_agent__pb2.ShellRequest.FromString,
+                    response_serializer=weavegym_dot_agent_dot_v1_dot_agent__pb2.ShellResponse.SerializeToString,
+            ),
+            'CloseShell': grpc.unary_unary_rpc_method_handler(
+                    servicer.CloseShell,
+                    request_deserializer=weavegym_dot_agent_dot_v1_dot_agent__pb2.CloseShellRequest.FromString,
+                    response_serializer=weavegym_dot_agent_dot_v1_dot_agent__pb2.CloseShellResponse.SerializeToString,
             ),
             'Screenshot': grpc.unary_unary_rpc_method_handler(
                     servicer.Screenshot,
@@ -380,6 +415,60 @@ class GuestAgent(object):
             '/weavegym.agent.v1.GuestAgent/RunPython',
             weavegym_dot_agent_dot_v1_dot_agent__pb2.PythonRequest.SerializeToString,
             weavegym_dot_agent_dot_v1_dot_agent__pb2.ExecEvent.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Shell(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weavegym.agent.v1.GuestAgent/Shell',
+            weavegym_dot_agent_dot_v1_dot_agent__pb2.ShellRequest.SerializeToString,
+            weavegym_dot_agent_dot_v1_dot_agent__pb2.ShellResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CloseShell(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weavegym.agent.v1.GuestAgent/CloseShell',
+            weavegym_dot_agent_dot_v1_dot_agent__pb2.CloseShellRequest.SerializeToString,
+            weavegym_dot_agent_dot_v1_dot_agent__pb2.CloseShellResponse.FromString,
             options,
             channel_credentials,
             insecure,

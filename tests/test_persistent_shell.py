@@ -1,0 +1,137 @@
+"""The guest agent's long-lived shell (GuestClient.shell), through the real agent on a host Xvfb.
+
+One bash per account keeps its state because it is one process; a command killed at its deadline (or an
+`exit`) leaves the state from before it, through the stopped copy the shell forks before each command.
+These tests drive the real agent over gRPC and look at real processes in /proc.
+"""
+
+from __future__ import annotations
+
+import shlex
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from weavegym.core.deadline import wait_for
+from weavegym.core.errors import AgentRequestError
+from weavegym.envs.shell_session import ShellSession
+from weavegym.guest_agent.persistent_shell import _alive
+from weavegym.machine.guest_client import GuestClient
+
+pytestmark = pytest.mark.xvfb
+
+
+@pytest.fixture()
+def sh(client: GuestClient) -> GuestClient:
+    client.close_shell()  # each test starts from a fresh shell
+    yield client
+    client.close_shell()
+
+
+def _pid(path: Path) -> int:
+    return int(wait_for(lambda: path.read_text().strip() if path.exists() and path.read_text().strip() else None,
+                        10, what=f"a pid in {path}"))
+
+
+def test_state_persists_because_it_is_one_shell(sh: GuestClient, tmp_path: Path) -> None:
+    setup = (f"cd {tmp_path}; export WG_EXPORTED=one; plain=two; declare -A map=([k]=three); "
+             "greet() { echo \"hi $1\"; }; alias say='echo said'; shopt -s extglob; echo $$ > shell.pid")
+    first = sh.shell(setup, timeout=10)
+    assert first.exit_code == 0 and not first.timed_out, first.stdout
+    out = sh.shell("pwd; echo $WG_EXPORTED $plain ${map[k]}; greet you; say; shopt -q extglob && echo glob; "
+                   "echo $$", timeout=10)
+    assert out.stdout.splitlines() == [str(tmp_path), "one two three", "hi you", "said", "glob",
+                                       (tmp_path / "shell.pid").read_text().strip()]
+    py = sh.shell("import os; print(os.getcwd(), os.environ.get('WG_EXPORTED'), os.environ.get('plain'))",
+                  python=True, timeout=10)
+    assert py.stdout == f"{tmp_path} one None\n", "python starts in the shell's directory, with its exports"
+
+
+def test_a_command_killed_at_its_deadline_leaves_the_state_before_it_and_earlier_jobs(
+        sh: GuestClient, tmp_path: Path) -> None:
+    sh.shell(f"cd {tmp_path}; kept=yes; sleep 300 & echo $! > early.pid", timeout=10)
+    early = _pid(tmp_path / "early.pid")
+    start = time.monotonic()
+    out = sh.shell(f"cd /; kept=no; lost=1; sleep 301 & echo $! > {tmp_path}/late.pid; sleep 300", timeout=2)
+    assert out.timed_out and out.exit_code == 124 and time.monotonic() - start < 15
+    assert not out.restarted
+    late = _pid(tmp_path / "late.pid")
+    wait_for(lambda: not _alive(late), 10, what="the killed command's own job to die")
+    assert _alive(early), "a job of an earlier command must outlive a later command's timeout"
+    after = sh.shell("pwd; echo ${kept}-${lost:-unset}", timeout=10)
+    assert after.stdout.splitlines() == [str(tmp_path), "yes-unset"]
+
+
+def test_exit_and_exec_end_the_command_not_the_terminal(sh: GuestClient, tmp_path: Path) -> None:
+    sh.shell(f"cd {tmp_path}; n=1", timeout=10)
+    assert sh.shell("n=2; exit 7", timeout=10).exit_code == 7
+    assert sh.shell("echo $n $PWD", timeout=10).stdout == f"1 {tmp_path}\n"
+    replaced = sh.shell("exec true", timeout=10)
+    assert replaced.exit_code == 255 and "the shell ended" in replaced.stdout
+    assert sh.shell("kill -9 $BASHPID", timeout=10).exit_code == 255
+    assert sh.shell("echo still $n", timeout=10).stdout == "still 1\n"
+
+
+def test_output_is_exact_capped_and_background_output_comes_with_the_next_command(sh: GuestClient) -> None:
+    text = "ünïcode ✓ \t tab\n" * 3
+    assert sh.shell(f"printf %s {shlex.quote(text)}", timeout=10).stdout == text
+    assert sh.shell("printf no-newline", timeout=10).stdout == "no-newline"
+    big = sh.shell("head -c 3000000 /dev/zero | tr '\\0' x", timeout=30, max_output_bytes=1000)
+    assert big.stdout == "x" * 1000 and big.stdout_truncated and big.stdout_total == 3_000_000
+    assert sh.shell("echo err >&2; echo out", timeout=10).stdout == "err\nout\n"
+    sh.shell("(sleep 0.5; echo late) &", timeout=10)
+    time.sleep(1.0)  # the job's output is written while no command runs; a terminal shows it next
+    assert sh.shell("echo next", timeout=10).stdout == "late\nnext\n"
+
+
+def test_bad_requests_are_refused_and_change_nothing(sh: GuestClient) -> None:
+    sh.shell("marker=kept", timeout=10)
+    with pytest.raises(AgentRequestError, match="NUL"):
+        sh.shell("echo a\x00b", timeout=10)
+    with pytest.raises(AgentRequestError, match="timeout"):
+        sh.shell("true", timeout=-1)
+    long = "x" * 200_000
+    assert sh.shell(f"v={long}; echo ${{#v}}", timeout=30).stdout == "200000\n"
+    assert sh.shell("echo $marker", timeout=10).stdout == "kept\n"
+
+
+def test_calls_from_two_threads_run_one_after_the_other(sh: GuestClient) -> None:
+    sh.shell("count=0", timeout=10)
+    errors: list[BaseException] = []
+
+    def bump() -> None:
+        try:
+            for _ in range(20):
+                sh.shell("count=$((count + 1))", timeout=10)
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=bump) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and sh.shell("echo $count", timeout=10).stdout == "40\n"
+
+
+def test_close_ends_the_shell_its_copies_and_every_job(sh: GuestClient, tmp_path: Path) -> None:
+    sh.shell(f"cd {tmp_path}; sleep 300 & echo $! > job.pid; echo $$ > shell.pid; x=1", timeout=10)
+    job, shell = _pid(tmp_path / "job.pid"), _pid(tmp_path / "shell.pid")
+    assert sh.close_shell() is True
+    wait_for(lambda: not _alive(job) and not _alive(shell), 10, what="the shell and its job to die")
+    assert sh.close_shell() is False
+    fresh = sh.shell("echo ${x:-fresh} $PWD", timeout=10)
+    assert fresh.stdout.split()[0] == "fresh" and not fresh.restarted
+
+
+def test_the_env_shell_session_runs_on_it_when_persistent(sh: GuestClient, tmp_path: Path) -> None:
+    session = ShellSession(sh, user="", persistent=True)
+    session.shell(f"cd {tmp_path}; y=5", timeout=10)
+    killed = session.shell("sleep 30", timeout=1)
+    assert killed.timed_out and "the shell is still usable" in killed.text
+    assert session.shell("echo $y $PWD", timeout=10).text == f"5 {tmp_path}\n"
+    assert session.python("print(2 + 2)", timeout=10).text == "4\n"
+    session.restart()
+    assert session.shell("echo ${y:-gone}", timeout=10).text == "gone\n"
