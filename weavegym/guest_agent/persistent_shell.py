@@ -27,6 +27,7 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from weavegym.guest_agent.errors import FailedPrecondition, InvalidArgument
@@ -292,38 +293,34 @@ def _killpg(pgid: int, sig: int) -> None:
         os.killpg(pgid, sig)
 
 
-def _kill_command(shell: int, copy: int, deadline_s: float = 5.0) -> None:
+def _kill_command(shell: int, copy: int) -> None:
     """Kill the serving shell and what it started after it forked ``copy`` (just before it read the command):
     the command that outlived its deadline, with its children and jobs. Jobs of earlier commands share the
     shell's process group (no job control) but started before, so they live on, as they do when a stateless
     command times out. Start times are in clock ticks; within one tick, the later pid is the later process."""
-    end = time.monotonic() + deadline_s
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.kill(shell, signal.SIGKILL)
     table = dict(_processes())
     after = (int(table[copy][19]), copy) if copy in table else (0, 0)
-    while time.monotonic() < end:
-        members = [pid for pid, fields in _processes() if int(fields[2]) == shell
-                   and (int(fields[19]), pid) > after and fields[0] not in (b"Z", b"X")]
-        if not members:
-            return
-        for pid in members:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
-        time.sleep(0.005)
+    _kill_until_none(lambda pid, fields: int(fields[2]) == shell and (int(fields[19]), pid) > after)
 
 
-def _kill_session(sid: int, deadline_s: float = 5.0) -> None:
-    """SIGKILL every process of session ``sid`` until none is left (new ones may fork while we look)."""
+def _kill_session(sid: int) -> None:
+    """Kill every process of session ``sid``."""
+    _kill_until_none(lambda _pid, fields: int(fields[3]) == sid)
+
+
+def _kill_until_none(matches: Callable[[int, list[bytes]], bool], deadline_s: float = 5.0) -> None:
+    """SIGKILL the live processes that match until none is left (new ones may fork while we look)."""
     end = time.monotonic() + deadline_s
     while time.monotonic() < end:
-        members = [pid for pid, fields in _processes() if int(fields[3]) == sid and fields[0] not in (b"Z", b"X")]
+        members = [pid for pid, fields in _processes() if fields[0] not in (b"Z", b"X") and matches(pid, fields)]
         if not members:
             return
         for pid in members:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
-        time.sleep(0.005)
+        time.sleep(0.005)  # SIGKILL is asynchronous: look again shortly
 
 
 def _processes() -> list[tuple[int, list[bytes]]]:
