@@ -40,9 +40,11 @@ def _qemu_pids() -> list[int]:
     return pids
 
 
-def _rss_mib(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+def memory_mib(pid: int, field: str) -> float:
+    """A process's ``Rss`` or ``Pss`` in MiB (smaps_rollup). PSS splits each shared page among its users, so
+    it is what one more env costs when envs share memory (the image's page cache, KSM-merged guest RAM)."""
+    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+        if line.startswith(f"{field}:"):
             return int(line.split()[1]) / 1024
     return 0.0
 
@@ -79,7 +81,8 @@ def run_scale_bench(config: ScaleBenchConfig, progress: Callable[[str], None] | 
                 "boot_and_setup_s": round(ready_s, 1),
                 "env_steps_per_s": round(n * config.steps / elapsed, 2),
                 "step_wall_ms_mean": round(1000 * elapsed / config.steps, 1),
-                "qemu_rss_mib_per_env": round(sum(_rss_mib(p) for p in pids) / max(1, len(pids)), 0),
+                "qemu_rss_mib_per_env": round(sum(memory_mib(p, "Rss") for p in pids) / max(1, len(pids)), 0),
+                "qemu_pss_mib_per_env": round(sum(memory_mib(p, "Pss") for p in pids) / max(1, len(pids)), 0),
                 "qemu_cpu_s_per_env_step": round(cpu / (n * config.steps), 3),
             }
         finally:
