@@ -355,3 +355,15 @@ def test_the_checker_reads_the_answer_of_done(ending: str, score: float) -> None
         assert repr(answer) in info["evaluation"]["clauses"][0]["evidence"]  # the expected side is shown
     finally:
         env.close()
+
+
+def test_a_random_seed_plays_a_variant_of_the_pool_when_seeds_draw_variants() -> None:
+    env = WeaveEnv(TASK, backend=LocalBackend(SCREEN), screen_size=SCREEN, settle_stable_s=0.05, task_variants=10,
+                   variant_split="test", seed_draws_variant=True)
+    try:
+        played = {env.reset(seed=int(s))[1]["task_seed"] for s in np.random.default_rng(3).integers(1 << 30, size=6)}
+        assert played <= {4, 9} and played, played
+        _obs, info = env.reset(seed=12345)
+        assert env.reset(seed=12345)[1]["task_seed"] == info["task_seed"]
+    finally:
+        env.close()

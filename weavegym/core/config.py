@@ -25,6 +25,12 @@ class EnvConfig:
     # "raise" raises the WeaveGymError instead (weavegym run and validate use it, to retry the episode).
     on_env_failure: str = "truncate"
     task_variants: int = 1  # reset() without a seed draws the task seed from range(task_variants)
+    # Which of those variants reset() may draw: "all", or a fixed split for held-out evaluation: "test" is
+    # every fifth variant (v % 5 == 4), "train" the others.
+    variant_split: str = "all"
+    # reset(seed=s) seeds the env's generator and draws the variant from that pool too (so a fresh seed per
+    # episode costs a snapshot load once each variant is cached), instead of playing variant s.
+    seed_draws_variant: bool = False
     terminal_max_chars: int = 16384  # obs["terminal"] keeps the head and tail of longer output
     shell_timeout_s: float = 30.0  # default deadline of one shell/python action
     # shell/python actions in one long-lived guest bash (a pipe write per command) instead of a new bash that
@@ -53,9 +59,24 @@ class EnvConfig:
             raise ValueError(f"screen_size {self.screen_size} is outside 640x480..3840x2160")
         if self.task_variants < 1 or self.terminal_max_chars < 256 or self.max_task_snapshots < 1:
             raise ValueError("task_variants and max_task_snapshots must be >= 1, terminal_max_chars >= 256")
+        if self.variant_split not in ("all", "train", "test"):
+            raise ValueError(f"variant_split must be 'all', 'train' or 'test', not {self.variant_split!r}")
+        if not variant_pool(self.task_variants, self.variant_split):
+            raise ValueError(f"the {self.variant_split!r} split of {self.task_variants} task variant(s) is empty; "
+                             "the test split needs task_variants >= 5")
         if self.on_env_failure not in ("truncate", "raise"):
             raise ValueError(f"on_env_failure must be 'truncate' or 'raise', not {self.on_env_failure!r}")
         if self.budget_clock not in ("env", "wall"):
             raise ValueError(f"budget_clock must be 'env' or 'wall', not {self.budget_clock!r}")
         if self.max_steps is not None and self.max_steps < 1:
             raise ValueError("max_steps must be >= 1")
+
+
+def variant_pool(task_variants: int, split: str = "all") -> list[int]:
+    """The task seeds a reset may draw: ``range(task_variants)``, or its train or test part (every fifth)."""
+    everything = range(task_variants)
+    if split == "test":
+        return [v for v in everything if v % 5 == 4]
+    if split == "train":
+        return [v for v in everything if v % 5 != 4]
+    return list(everything)

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from weavegym.core.config import EnvConfig
+from weavegym.core.config import EnvConfig, variant_pool
 from weavegym.core.errors import EpisodeError, TaskError
 from weavegym.core.trajectory import Trajectory
 from weavegym.envs.setup_context import SetupContext
@@ -36,17 +36,20 @@ class TaskSession:
         self._snapshots = TaskSnapshotCache(config.max_task_snapshots)
 
     def pick_seed(self, seed: int | None, options: dict[str, Any], rng: np.random.Generator) -> int:
-        """The variant for this reset: ``options["task_seed"]``, else the reset's seed, else a random one of
-        ``config.task_variants``, else the variant played last."""
+        """The variant for this reset: ``options["task_seed"]``; else the reset's seed (unless
+        ``config.seed_draws_variant``); else one drawn by ``rng`` (which the reset's seed, if any, has just
+        seeded) from the pool of ``config.task_variants`` and ``config.variant_split``; else, with a pool of
+        one variant and no split, the variant played last."""
         if "task_seed" in options:
             value = options["task_seed"]
             if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 0:
                 raise ValueError(f"options['task_seed'] must be a non-negative int, not {value!r}")
             return int(value)
-        if seed is not None:
+        if seed is not None and not self.config.seed_draws_variant:
             return int(seed)
-        if self.config.task_variants > 1:
-            return int(rng.integers(self.config.task_variants))
+        pool = variant_pool(self.config.task_variants, self.config.variant_split)
+        if seed is not None or len(pool) > 1 or self.config.variant_split != "all":
+            return pool[int(rng.integers(len(pool)))]
         return self.seed if self.seed is not None else 0
 
     def start(self, backend: Backend, seed: int, *, new_machine: bool) -> tuple[Prepared, bool]:
