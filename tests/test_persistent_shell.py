@@ -135,3 +135,15 @@ def test_the_env_shell_session_runs_on_it_when_persistent(sh: GuestClient, tmp_p
     assert session.python("print(2 + 2)", timeout=10).text == "4\n"
     session.restart()
     assert session.shell("echo ${y:-gone}", timeout=10).text == "gone\n"
+
+
+def test_a_flood_of_output_is_counted_not_kept(sh: GuestClient, agent) -> None:
+    """200 MB written in one command: the reply holds the cap, the count is exact, the agent's memory stays small."""
+    def agent_rss_mib() -> float:
+        status = Path(f"/proc/{agent._proc.pid}/status").read_text()
+        return int(next(line for line in status.splitlines() if line.startswith("VmRSS:")).split()[1]) / 1024
+
+    before = agent_rss_mib()
+    flood = sh.shell("head -c 200000000 /dev/zero", timeout=120, max_output_bytes=4096)
+    assert flood.exit_code == 0 and flood.stdout_total == 200_000_000 and len(flood.stdout_raw) == 4096
+    assert agent_rss_mib() - before < 50, "the agent must not hold what it does not send"

@@ -34,6 +34,7 @@ from weavegym.guest_agent.errors import FailedPrecondition, InvalidArgument
 from weavegym.guest_agent.execution import ExecDefaults, build_spec
 
 READ_CHUNK = 64 * 1024
+PENDING_CAP = 1 << 20  # output of background jobs kept for the next command
 READY_TIMEOUT_S = 30.0  # a new shell (or a resumed copy) says it is ready within this, or it is replaced
 
 # The shell's program. It runs at top level (never inside a function), so `declare` and `local`-less
@@ -75,6 +76,20 @@ eval "$__wg_serve"
 ENDED_NOTE = b"\n[weavegym: the shell ended (exec or a signal); the next command starts from the state before this one]"
 
 
+class _Output:
+    """What a command wrote: the first ``cap`` bytes kept, every byte counted (the agent's memory stays bounded
+    however much a command prints)."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap, self.data, self.total = cap, bytearray(), 0
+
+    def add(self, chunk: bytes) -> None:
+        room = self.cap - len(self.data)
+        if room > 0:
+            self.data += chunk[:room]
+        self.total += len(chunk)
+
+
 @dataclass(frozen=True)
 class ShellResult:
     output: bytes
@@ -101,7 +116,7 @@ class PersistentShell:
         self._shell_fd = -1  # a pidfd of the serving bash: readable once it is gone
         self._fds: dict[str, int] = {}
         self._status = b""
-        self._pending = bytearray()  # what background jobs wrote since the last command returned
+        self._pending = _Output(PENDING_CAP)  # what background jobs wrote since the last command returned
 
     # ------------------------------------------------------------------ life cycle
 
@@ -119,7 +134,7 @@ class PersistentShell:
                 os.close(fd)
         os.set_blocking(out_r, False)
         self._fds = {"req": req_w, "status": st_r, "out": out_r}
-        self._status, self._pending = b"", bytearray()
+        self._status, self._pending = b"", _Output(PENDING_CAP)
         if not self._hand_to(self._proc.pid):
             self._kill_all()
             raise ShellUnavailable("the shell did not get ready")
@@ -164,7 +179,9 @@ class PersistentShell:
             self._adopt_announced()  # no stray may read this request
             successor = self._copy  # the state from before this command, should the command end the shell
             _write_all(self._fds["req"], request)
-            output, self._pending = self._pending, bytearray()
+            output = _Output(max_output_bytes)
+            output.add(bytes(self._pending.data))
+            self._pending = _Output(PENDING_CAP)
             deadline = start + timeout_s
             exit_code, timed_out = 0, False
             while True:
@@ -181,16 +198,16 @@ class PersistentShell:
                     exit_code = int(value)
                 elif word == b"gone":  # `exec`, or a signal
                     exit_code = 255
-                    output += ENDED_NOTE
+                    output.add(ENDED_NOTE)
                 else:
                     continue
                 self._drain(output)
                 restarted |= not self._hand_to(successor)
                 if not restarted:
-                    self._drain(bytearray())  # the killed command's last words belong to no command
+                    self._drain(None)  # the killed command's last words belong to no command
                 break
-            return ShellResult(output=bytes(output[:max_output_bytes]), exit_code=exit_code, timed_out=timed_out,
-                               truncated=len(output) > max_output_bytes, output_bytes=len(output),
+            return ShellResult(output=bytes(output.data), exit_code=exit_code, timed_out=timed_out,
+                               truncated=output.total > max_output_bytes, output_bytes=output.total,
                                duration_s=time.monotonic() - start, restarted=restarted)
 
     def _hand_to(self, pid: int) -> bool:
@@ -201,11 +218,11 @@ class PersistentShell:
                 os.close(self._shell_fd)
         self._shell_fd = -1
         self._shell, self._copy = pid, 0
-        if self._adopt_announced():
-            return True
         if pid and _alive(pid):
             with contextlib.suppress(OSError):
                 self._shell_fd = os.pidfd_open(pid)
+            if self._adopt_announced():  # it was resumed (by the kernel) and announced its checkpoint already
+                return True
             deadline = time.monotonic() + READY_TIMEOUT_S
             while self._shell_fd >= 0 and time.monotonic() < deadline:
                 # A copy stops itself right after the fork; it may not have yet. Resuming it too early would
@@ -237,7 +254,7 @@ class PersistentShell:
         self._others = {}
         return found
 
-    def _next_status(self, deadline: float, output: bytearray, *, ready: bool = False) -> bytes | None:
+    def _next_status(self, deadline: float, output: _Output | None, *, ready: bool = False) -> bytes | None:
         """The next ``done``/``exit`` line of the serving shell, ``b"gone"`` when it died without one, or None
         once ``deadline`` passes; with ``ready``, also ``b"ready"`` once it announces its checkpoint. Output read
         meanwhile goes to ``output``. A ``ready`` from any other shell is kept in ``_others`` for ``_hand_to``."""
@@ -272,10 +289,12 @@ class PersistentShell:
             elif self._shell_fd in readable:  # gone, and nothing more to read from it
                 return b"gone"
 
-    def _drain(self, output: bytearray) -> None:
+    def _drain(self, output: _Output | None) -> None:
+        """Read what the output pipe holds now into ``output`` (None: discard it)."""
         with contextlib.suppress(BlockingIOError):
             while data := os.read(self._fds["out"], READ_CHUNK):
-                output += data
+                if output is not None:
+                    output.add(data)
 
 
 class ShellUnavailable(RuntimeError):
