@@ -331,12 +331,14 @@ def bench_env(
     task_id: str = typer.Option("Weave-Productivity-1", "--task", help="Task whose env to time."),
     iterations: int = typer.Option(20, min=3, help="Timed calls per step kind."),
     resets: int = typer.Option(10, min=3, help="Timed resets to the cached task snapshot."),
+    persistent_shell: bool = typer.Option(False, help="The env's shell steps in the agent's long-lived bash."),
 ) -> None:
     """Through the Gymnasium env: cached reset, GUI step, shell step, frame grabs, checker; prints JSON."""
     from weavegym.ops.bench_env import EnvBenchConfig, run_env_bench
 
+    config = EnvBenchConfig(task_id, iterations, resets, persistent_shell=persistent_shell)
     with err.status("starting") as status:
-        result = run_env_bench(EnvBenchConfig(task_id, iterations, resets), progress=lambda m: status.update(m))
+        result = run_env_bench(config, progress=lambda m: status.update(m))
     print(json.dumps(result, indent=2))
 
 

@@ -23,6 +23,7 @@ class EnvBenchConfig:
     task_id: str = "Weave-Productivity-1"
     iterations: int = 20
     resets: int = 10
+    persistent_shell: bool = False  # the env's own shell steps (shell_true_step) in the agent's long-lived bash
 
 
 def _stats(samples: list[float]) -> dict[str, float]:
@@ -43,7 +44,8 @@ def _timed(fn: Callable[[], object], n: int) -> list[float]:
 
 def run_env_bench(config: EnvBenchConfig, progress: Callable[[str], None] | None = None) -> dict[str, object]:
     say = progress or (lambda _msg: None)
-    env = WeaveEnv(config.task_id, max_steps=10_000, time_budget_s=86_400, on_env_failure="raise")
+    env = WeaveEnv(config.task_id, max_steps=10_000, time_budget_s=86_400, on_env_failure="raise",
+                   persistent_shell=config.persistent_shell)
     try:
         say("cold boot + task setup")
         start = time.monotonic()
@@ -51,6 +53,7 @@ def run_env_bench(config: EnvBenchConfig, progress: Callable[[str], None] | None
         first_reset = time.monotonic() - start
         assert env.backend is not None and env.backend.client is not None
         result: dict[str, object] = {"bench": "env", "task": config.task_id,
+                                     "persistent_shell": config.persistent_shell,
                                      "first_reset_s": round(first_reset, 1),
                                      "cold_boot_s": round(env.backend.timings.get("cold_boot_s", 0.0), 1),
                                      "task_setup_s": round(env.backend.timings.get("last_setup_s", 0.0), 1)}
