@@ -82,7 +82,8 @@ class CommandOutput:
 
 class ShellSession:
     """``persistent``: the guest agent's long-lived bash for this account (``GuestClient.shell``), where a
-    command costs one pipe write instead of a bash start plus a state restore and save. Same semantics."""
+    command costs one pipe write instead of a bash start plus a state restore and save. Same semantics, but
+    for ``exit`` (it leaves the state from before the command) and an agent restart (a fresh shell)."""
 
     def __init__(self, client: GuestClient, *, user: str = WORKSPACE_USER, max_output_bytes: int = 1 << 20,
                  persistent: bool = False) -> None:

@@ -340,7 +340,8 @@ class GuestClient:
         request = pb.ShellRequest(user=user, kind=pb.SHELL_PYTHON if python else pb.SHELL_COMMAND, source=source,
                                   timeout_s=timeout, max_output_bytes=max_output_bytes)
         # A killed command's shell takes up to 30 s more to hand over to its checkpoint (persistent_shell.py).
-        resp = self._unary("Shell", request, timeout + self.config.exec_grace_s + 30.0, idempotent=False)
+        # timeout 0 is the agent's default of 60 s.
+        resp = self._unary("Shell", request, (timeout or 60.0) + self.config.exec_grace_s + 30.0, idempotent=False)
         return ExecResult(exit_code=resp.exit_code, stdout_raw=resp.output, stderr_raw=b"", timed_out=resp.timed_out,
                           stdout_truncated=resp.truncated, stdout_total=resp.output_bytes,
                           duration_s=resp.duration_s, restarted=resp.restarted)
