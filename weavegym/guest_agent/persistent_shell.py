@@ -14,7 +14,8 @@ fork runs after a command's status is sent, while the caller is busy with the re
 Pipes, with fixed descriptor numbers in the shell: 8 carries requests (a kind letter, the payload, a
 NUL byte: no command can contain NUL), 9 carries status lines (``ready <pid of the copy>``, ``done
 <exit code>``, ``exit <exit code>``), and 1 and 2 share one output pipe. A command can reach 8 and 9 (it
-is the shell); writing to them only confuses its own episode's terminal. Output that background jobs
+is the shell); using them (a job that reads 8 steals later commands) only breaks its own episode's
+terminal, whose commands then time out; the env and the agent carry on. Output that background jobs
 write after their command returned is reported with the next command, as a terminal would show it.
 """
 
