@@ -19,6 +19,7 @@ from weavegym.core.errors import AgentRequestError
 from weavegym.envs.shell_session import ShellSession
 from weavegym.guest_agent.persistent_shell import _alive
 from weavegym.machine.guest_client import GuestClient
+from weavegym.testing.local_agent import LocalAgent, LocalAgentConfig
 
 pytestmark = pytest.mark.xvfb
 
@@ -147,3 +148,21 @@ def test_a_flood_of_output_is_counted_not_kept(sh: GuestClient, agent) -> None:
     flood = sh.shell("head -c 200000000 /dev/zero", timeout=120, max_output_bytes=4096)
     assert flood.exit_code == 0 and flood.stdout_total == 200_000_000 and len(flood.stdout_raw) == 4096
     assert agent_rss_mib() - before < 50, "the agent must not hold what it does not send"
+
+
+def test_a_killed_agents_shell_ends_with_it_and_the_next_agent_starts_fresh(xvfb) -> None:
+    """The shell and its stopped copy read the agent's request pipe: when the agent dies (SIGKILL, as a crash),
+    they read end-of-file and exit instead of lingering; the restarted agent's shell has a fresh state."""
+    first = LocalAgent(LocalAgentConfig(display=xvfb.display)).start()
+    try:
+        with first.client() as c:
+            c.wait_ready(20)
+            shell = int(c.shell("x=1; echo $$", timeout=10).stdout)
+            copy = int(c.shell("echo $(pgrep -P $$ -x bash | head -1)", timeout=10).stdout or 0)
+        first.kill()
+        wait_for(lambda: not _alive(shell) and not (copy and _alive(copy)), 10, what="the old shell to exit")
+    finally:
+        first.stop()
+    with LocalAgent(LocalAgentConfig(display=xvfb.display)) as second, second.client() as c:
+        c.wait_ready(20)
+        assert c.shell("echo ${x:-fresh}", timeout=10).stdout == "fresh\n"

@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
+from weavegym.guest_agent import procfs
 from weavegym.guest_agent.errors import InvalidArgument, NotFound, PermissionDenied
 
 DEFAULT_TIMEOUT_S = 60.0
@@ -98,6 +99,23 @@ def _check_text(value: str, what: str) -> None:
         raise InvalidArgument(f"{what} contains a NUL byte, which no process can receive")
 
 
+def check_timeout(timeout_s: float) -> float:
+    """The deadline a request asked for, in seconds (0: the default); raises InvalidArgument when out of range."""
+    if timeout_s < 0 or timeout_s != timeout_s:
+        raise InvalidArgument(f"timeout_s must be >= 0, got {timeout_s}")
+    timeout = DEFAULT_TIMEOUT_S if timeout_s == 0 else timeout_s
+    if timeout > MAX_TIMEOUT_S:
+        raise InvalidArgument(f"timeout_s {timeout_s} exceeds the maximum of {MAX_TIMEOUT_S:.0f}")
+    return timeout
+
+
+def check_output_cap(max_output_bytes: int) -> int:
+    """The output cap a request asked for (0: the default); raises InvalidArgument when negative."""
+    if max_output_bytes < 0:
+        raise InvalidArgument(f"max_output_bytes must be >= 0, got {max_output_bytes}")
+    return DEFAULT_MAX_OUTPUT if max_output_bytes == 0 else max_output_bytes
+
+
 def build_spec(
     argv: list[str],
     *,
@@ -116,13 +134,8 @@ def build_spec(
         raise InvalidArgument("empty command")
     for i, arg in enumerate(argv):
         _check_text(arg, f"argument {i}")
-    if timeout_s < 0 or timeout_s != timeout_s:
-        raise InvalidArgument(f"timeout_s must be >= 0, got {timeout_s}")
-    timeout = DEFAULT_TIMEOUT_S if timeout_s == 0 else timeout_s
-    if timeout > MAX_TIMEOUT_S:
-        raise InvalidArgument(f"timeout_s {timeout_s} exceeds the maximum of {MAX_TIMEOUT_S:.0f}")
-    if max_output_bytes < 0:
-        raise InvalidArgument(f"max_output_bytes must be >= 0, got {max_output_bytes}")
+    timeout = check_timeout(timeout_s)
+    max_output_bytes = check_output_cap(max_output_bytes)
     if len(stdin) > MAX_STDIN:
         raise InvalidArgument(f"stdin is {len(stdin)} bytes; the limit is {MAX_STDIN} (upload a file instead)")
 
@@ -166,7 +179,7 @@ def build_spec(
         env=full_env,
         stdin=stdin,
         timeout_s=timeout,
-        max_output_bytes=DEFAULT_MAX_OUTPUT if max_output_bytes == 0 else max_output_bytes,
+        max_output_bytes=max_output_bytes,
         merge_stderr=merge_stderr,
         cleanup_paths=cleanup_paths,
     )
@@ -368,19 +381,7 @@ def _kill_group(pgid: int) -> None:
 
 def _live_members(pgid: int) -> list[int]:
     """PIDs in process group ``pgid`` that are not zombies (zombies are dead, awaiting a reaper)."""
-    members = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as fh:
-                stat = fh.read()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(b")") + 2 :].split()
-        if int(fields[2]) == pgid and fields[0] != b"Z":
-            members.append(int(entry))
-    return members
+    return [pid for pid, fields in procfs.processes() if int(fields[2]) == pgid and procfs.is_live(fields)]
 
 
 def _wait_group_gone(pgid: int, deadline_s: float) -> None:

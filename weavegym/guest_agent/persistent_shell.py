@@ -31,8 +31,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from weavegym.guest_agent import procfs
 from weavegym.guest_agent.errors import FailedPrecondition, InvalidArgument
-from weavegym.guest_agent.execution import ExecDefaults, build_spec
+from weavegym.guest_agent.execution import ExecDefaults, build_spec, check_output_cap, check_timeout
 
 READ_CHUNK = 64 * 1024
 PENDING_CAP = 1 << 20  # output of background jobs kept for the next command
@@ -320,7 +321,7 @@ def _kill_command(shell: int, copy: int) -> None:
     command times out. Start times are in clock ticks; within one tick, the later pid is the later process."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.kill(shell, signal.SIGKILL)
-    table = dict(_processes())
+    table = dict(procfs.processes())
     after = (int(table[copy][19]), copy) if copy in table else (0, 0)
     _kill_until_none(lambda pid, fields: int(fields[2]) == shell and (int(fields[19]), pid) > after)
 
@@ -334,7 +335,7 @@ def _kill_until_none(matches: Callable[[int, list[bytes]], bool], deadline_s: fl
     """SIGKILL the live processes that match until none is left (new ones may fork while we look)."""
     end = time.monotonic() + deadline_s
     while time.monotonic() < end:
-        members = [pid for pid, fields in _processes() if fields[0] not in (b"Z", b"X") and matches(pid, fields)]
+        members = [pid for pid, fields in procfs.processes() if procfs.is_live(fields) and matches(pid, fields)]
         if not members:
             return
         for pid in members:
@@ -343,37 +344,14 @@ def _kill_until_none(matches: Callable[[int, list[bytes]], bool], deadline_s: fl
         time.sleep(0.005)  # SIGKILL is asynchronous: look again shortly
 
 
-def _processes() -> list[tuple[int, list[bytes]]]:
-    """(pid, the fields of /proc/pid/stat after the command name) of every process."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat", "rb") as fh:
-                    stat = fh.read()
-            except OSError:
-                continue
-            found.append((int(entry), stat[stat.rfind(b")") + 2:].split()))
-    return found
-
-
-def _stat_fields(pid: int) -> list[bytes] | None:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            stat = fh.read()
-    except OSError:
-        return None
-    return stat[stat.rfind(b")") + 2:].split()
-
-
 def _state(pid: int) -> bytes | None:
-    fields = _stat_fields(pid) if pid > 0 else None
+    fields = procfs.stat_fields(pid) if pid > 0 else None
     return fields[0] if fields else None
 
 
 def _parent(pid: int) -> int | None:
-    fields = _stat_fields(pid) if pid > 0 else None
-    return int(fields[1]) if fields and fields[0] not in (b"Z", b"X") else None
+    fields = procfs.stat_fields(pid) if pid > 0 else None
+    return int(fields[1]) if fields and procfs.is_live(fields) else None
 
 
 def _alive(pid: int) -> bool:
@@ -393,15 +371,16 @@ class ShellRegistry:
         self._shells: dict[str, PersistentShell] = {}
 
     def run(self, user: str, kind: str, source: str, timeout_s: float, max_output_bytes: int) -> ShellResult:
-        spec = build_spec([self._defaults.shell, "--noprofile", "--norc"], cwd="", env={}, user=user, stdin=b"",
-                          timeout_s=timeout_s, max_output_bytes=max_output_bytes, merge_stderr=True,
-                          defaults=self._defaults)
+        timeout, cap = check_timeout(timeout_s), check_output_cap(max_output_bytes)
         with self._lock:
             shell = self._shells.get(user)
-            if shell is None:
+            if shell is None:  # the account switch and environment are resolved once, when the shell starts
+                spec = build_spec([self._defaults.shell, "--noprofile", "--norc"], cwd="", env={}, user=user,
+                                  stdin=b"", timeout_s=timeout, max_output_bytes=cap, merge_stderr=True,
+                                  defaults=self._defaults)
                 shell = self._shells[user] = PersistentShell(spec.argv, spec.env, spec.cwd)
         try:
-            return shell.run(kind, source, spec.timeout_s, spec.max_output_bytes)
+            return shell.run(kind, source, timeout, cap)
         except ShellUnavailable as exc:
             raise FailedPrecondition(f"the shell of {user or 'the agent user'!r} did not start: {exc}") from None
 
