@@ -13,7 +13,8 @@ SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 APT_PACKAGES := python3-venv xvfb x11-utils xauth xdotool zenity xclip openbox \
 	qemu-system-x86 qemu-utils debootstrap e2fsprogs \
 	libvirt-daemon-system libvirt-daemon-driver-qemu libvirt-clients libvirt-dev pkg-config gcc \
-	chromium openssh-client openssh-server
+	chromium openssh-client openssh-server tini
+LIBVIRTD := sh -c 'setsid tini -s -- libvirtd </dev/null >/dev/null 2>&1 &'
 PROTO := protos/weavegym/agent/v1/agent.proto
 GENERATED := agent_pb2.py agent_pb2.pyi agent_pb2_grpc.py
 
@@ -38,13 +39,16 @@ help:
 setup: system-deps venv services
 
 # There is no systemd on the CI machines: start the libvirt daemons by hand when they are not running.
+# libvirtd runs under `tini -s`, a child subreaper: QEMU processes are orphaned to it, not to PID 1, which
+# on these machines reaps about 1.4 s late, and libvirt's destroy waits for the reap (every VM close, and
+# every reset from a prepared state, paid it).
 # /dev/kvm must be udev's root:kvm 0660: with a foreign group, libvirt's QEMU user cannot open it
 # and libvirt re-probes QEMU for ~60 s on every domain start (measured here; see weavegym/ops/doctor.py).
 services: system-deps
 	@if [ -e /dev/kvm ] && [ "$$(stat -c %G /dev/kvm)" != kvm ]; then \
 	  echo ">> /dev/kvm: group $$(stat -c %G /dev/kvm) -> kvm"; $(SUDO) chgrp kvm /dev/kvm; $(SUDO) chmod 660 /dev/kvm; fi
 	@pgrep -x virtlogd >/dev/null || $(SUDO) virtlogd -d
-	@pgrep -x libvirtd >/dev/null || $(SUDO) libvirtd -d
+	@pgrep -x libvirtd >/dev/null || $(SUDO) $(LIBVIRTD)
 	@for i in $$(seq 1 100); do virsh -c qemu:///system version >/dev/null 2>&1 && break; sleep 0.1; done; \
 	virsh -c qemu:///system version >/dev/null || { echo "libvirtd did not come up"; exit 1; }
 	@echo ">> libvirtd is running"

@@ -418,6 +418,24 @@ def test_with_tls_the_agent_proves_itself_before_the_token_is_sent(xvfb: XvfbDis
         pinned.exec("true", timeout=5)
 
 
+def test_an_agent_whose_sources_change_serves_the_new_token_and_identity_only(xvfb: XvfbDisplay) -> None:
+    """What a clone restored from a shared prepared state relies on: its agent wakes with the preparing VM's
+    token and key in RAM, and its own QEMU's fw_cfg holds new ones, which the agent must switch to."""
+    with LocalAgent(LocalAgentConfig(display=xvfb.display, tls=True)) as agent:
+        with agent.client() as before:
+            assert before.health().boot_id
+        old_token, old_identity = agent.rekey()
+        assert old_identity is not None and agent.identity is not None
+        with agent.client() as after:  # the new token, pinned to the new certificate
+            assert after.exec("echo rekeyed", timeout=20).stdout.strip() == "rekeyed"
+        with (GuestClient(agent.target, old_token, tls_cert=agent.identity.cert_pem) as stale_token,
+              pytest.raises(AgentAuthError)):
+            stale_token.health(timeout=10)
+        with (GuestClient(agent.target, agent.token, tls_cert=old_identity.cert_pem) as stale_key,
+              pytest.raises(AgentUnavailableError)):
+            stale_key.health(timeout=10)  # the old key is no longer served
+
+
 def test_stalled_unauthenticated_streams_are_refused_before_their_bodies(agent: LocalAgent) -> None:
     """40 calls with a wrong token whose request bodies never come must not hold the agent's workers.
 

@@ -39,6 +39,13 @@ def test_tcp_domain_forwards_only_the_agent_port_on_loopback() -> None:
     assert "no_timer_check" in root.find("os/cmdline").text.split()
 
 
+def test_the_agent_identity_goes_by_fw_cfg_file_too() -> None:
+    root = ET.fromstring(domain_xml(_spec(identity_file="/run/x/agent-identity")))
+    fw_cfg = [(e.get("name"), e.get("file")) for e in root.iterfind("sysinfo[@type='fwcfg']/entry")]
+    assert fw_cfg == [("opt/weavegym/token", "/run/x/agent-token"), ("opt/weavegym/identity", "/run/x/agent-identity")]
+    assert "BEGIN" not in domain_xml(_spec(identity_file="/run/x/agent-identity"))
+
+
 def test_vsock_domain_has_no_nic_and_a_vsock_device() -> None:
     root = ET.fromstring(domain_xml(_spec(vsock=True)))
     assert root.find("devices/vsock").get("model") == "virtio"

@@ -7,7 +7,9 @@ env's Gym front stays a thin layer: coordinator for the machine, task session fo
 
 from __future__ import annotations
 
+import pickle
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -22,9 +24,13 @@ from weavegym.evaluators import Evaluation, ForbiddenPatterns, Probe, evaluate
 from weavegym.evaluators.channel_rules import DesktopAccessUnchanged, NoDesktopTerminalWork
 from weavegym.evaluators.provenance import provenance_clauses
 from weavegym.machine.backends.base import Backend
+from weavegym.machine.backends.prepared_states import code_hash
 from weavegym.machine.frames import settle
 
 READY = "ready"  # the backend's snapshot of a booted, idle desktop, which every task's setup starts from
+# Part of every task snapshot's name: a state that older task code set up is never reused (snapshots can be
+# host-wide and outlive this process).
+TASK_CODE_HASH = code_hash(Path(__file__).parent / "tasks", Path(__file__).parent / "setup_context.py")
 
 
 class TaskSession:
@@ -82,7 +88,30 @@ class TaskSession:
         if cached is not None:
             backend.reset(cached.name)
             return cached, False
-        backend.reset(READY)
+        name = snapshot_name(self.task.id, seed, TASK_CODE_HASH)
+        if not backend.supports_snapshots:
+            # e.g. the ssh backend: its reset(READY) stops the last setup's programs; nothing to cache.
+            backend.reset(READY)
+            return TaskSnapshot(name, seed, self._setup(backend, seed)), True
+        payload = backend.find_snapshot(name)  # another env on this host may have set this variant up
+        created = payload is None
+        made: list[Prepared] = []
+
+        def setup() -> bytes:
+            made.append(self._setup(backend, seed))
+            # Only a snapshot other envs may load needs the prepared task with it; it stays on the host.
+            return pickle.dumps(made[0]) if backend.shares_snapshots else b""
+
+        if payload is None:
+            payload = backend.make_snapshot(name, READY, setup)
+        # Unpickled only from the host's own state folder (0700, files 0400), which only we write.
+        entry = TaskSnapshot(name, seed, made[0] if made else pickle.loads(payload))
+        for old in self._snapshots.add(entry):
+            backend.delete_snapshot(old.name)
+        backend.reset(entry.name)  # every episode starts from a snapshot load, the first one included
+        return entry, created
+
+    def _setup(self, backend: Backend, seed: int) -> Prepared:
         assert backend.client is not None
         setup_start = time.monotonic()
         prepared = self.task.setup(SetupContext(backend.client, self.task.id, seed, self.config.screen_size))
@@ -91,14 +120,5 @@ class TaskSession:
         # Let the setup's windows finish drawing: a snapshot of a half-drawn screen replays the redraw
         # after every reset, so the first observation would differ from the next one.
         settle(backend.grab_frame, 60.0, stable_for=self.config.setup_stable_s)
-        entry = TaskSnapshot(snapshot_name(self.task.id, seed), seed, prepared)
-        if not backend.supports_snapshots:
-            # e.g. the ssh backend: its reset(READY) stopped the last setup's programs; nothing to cache.
-            backend.timings["last_setup_s"] = time.monotonic() - setup_start
-            return entry, True
-        backend.save_snapshot(entry.name)
         backend.timings["last_setup_s"] = time.monotonic() - setup_start
-        for old in self._snapshots.add(entry):
-            backend.delete_snapshot(old.name)
-        backend.reset(entry.name)  # every episode starts from a snapshot load, the first one included
-        return entry, True
+        return prepared

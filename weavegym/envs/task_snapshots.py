@@ -22,8 +22,9 @@ class TaskSnapshot:
     prepared: Prepared  # params and host-side truth, which a snapshot load cannot recompute
 
 
-def snapshot_name(task_id: str, seed: int) -> str:
-    digest = hashlib.sha256(f"{task_id}:{seed}".encode()).hexdigest()[:12]
+def snapshot_name(task_id: str, seed: int, code: str = "") -> str:
+    """The snapshot of ``task_id``'s variant ``seed``, as set up by task code with hash ``code``."""
+    digest = hashlib.sha256(f"{task_id}:{seed}:{code}".encode()).hexdigest()[:12]
     return f"task-{digest}"
 
 

@@ -17,7 +17,15 @@ import threading
 from pathlib import Path
 
 from weavegym.guest_agent import AGENT_VERSION
-from weavegym.guest_agent.auth import read_fwcfg_identity, read_fwcfg_token, read_identity_file, read_token_file
+from weavegym.guest_agent.auth import (
+    FW_CFG_IDENTITY,
+    FW_CFG_TOKEN,
+    TlsIdentity,
+    read_fwcfg_identity,
+    read_fwcfg_token,
+    read_identity_file,
+    read_token_file,
+)
 from weavegym.guest_agent.cgroups import EPISODE_UNIT_CGROUP, episode_cgroup
 from weavegym.guest_agent.display import LOCK_TIMEOUT_S
 from weavegym.guest_agent.relay import Relay, tcp_connector, vsock_listener
@@ -57,6 +65,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=args.log_level, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    def reread_token() -> str:
+        return read_token_file(FW_CFG_TOKEN if args.token_fwcfg else args.token_file)
+
+    def reread_tls() -> TlsIdentity:
+        return read_identity_file(FW_CFG_IDENTITY if args.tls_fwcfg else args.tls_file)
+
     try:
         token = read_fwcfg_token() if args.token_fwcfg else read_token_file(args.token_file)
         tls = (read_fwcfg_identity() if args.tls_fwcfg
@@ -68,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     config = AgentConfig(display=args.display, listen=args.listen, token=token, python=args.python,
                          use_shm=not args.no_shm, x_lock_timeout_s=args.x_lock_timeout,
                          process_limit=args.process_limit, episode_cgroup=procs or "", tls=tls,
+                         reread_token=reread_token, reread_tls=reread_tls if tls is not None else None,
                          no_display_users=frozenset(u for u in args.no_display_for.split(",") if u))
     server, servicer, port = build_server(config)
     relay = None

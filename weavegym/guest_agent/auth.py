@@ -94,18 +94,65 @@ def new_token() -> str:
 
 
 class TokenInterceptor(grpc.ServerInterceptor):
-    """Rejects, with UNAUTHENTICATED, every call whose metadata lacks ``authorization: Bearer <token>``."""
+    """Rejects, with UNAUTHENTICATED, every call whose metadata lacks ``authorization: Bearer <token>``.
 
-    def __init__(self, token: str) -> None:
+    With ``reread``, a call whose token does not match reads the token's source again before it is refused,
+    and the fresh value replaces the old one. A VM restored from a prepared state that many envs share
+    wakes with the preparing VM's token in RAM, while its own QEMU's fw_cfg entry (read from the device,
+    not from RAM) holds the token its host made: the first call with that token switches the agent over,
+    and the old token stops working.
+    """
+
+    def __init__(self, token: str, reread: Callable[[], str] | None = None) -> None:
         self._expected = f"Bearer {token}".encode()
+        self._reread = reread
+
+    def accepts(self, presented: bytes) -> bool:
+        if hmac.compare_digest(presented, self._expected):
+            return True
+        if self._reread is None:
+            return False
+        try:
+            fresh = f"Bearer {self._reread()}".encode()
+        except (OSError, ValueError):
+            return False
+        self._expected = fresh  # one bytes object swapped whole: readers see the old or the new token
+        return hmac.compare_digest(presented, fresh)
 
     def intercept_service(self, continuation: Callable, handler_call_details: Any) -> Any:
         handler = continuation(handler_call_details)
         metadata = dict(handler_call_details.invocation_metadata or ())
         presented = str(metadata.get("authorization", "")).encode()
-        if handler is None or hmac.compare_digest(presented, self._expected):
+        if handler is None or self.accepts(presented):
             return handler
         return _deny_like(handler)
+
+
+def live_tls_credentials(initial: TlsIdentity, reread: Callable[[], TlsIdentity] | None) -> grpc.ServerCredentials:
+    """Server credentials that, with ``reread``, load the identity again before every TLS handshake.
+
+    For the same reason as the token: a restored clone's agent holds the preparing VM's key in RAM, while
+    its fw_cfg entry holds the one its host made and pins. The new key is served from the next handshake
+    on (the host reconnects after every restore).
+    """
+    def config(identity: TlsIdentity) -> Any:
+        return grpc.ssl_server_certificate_configuration([(identity.key_pem, identity.cert_pem)])
+
+    if reread is None:
+        return grpc.ssl_server_credentials([(initial.key_pem, initial.cert_pem)])
+    current = [initial]
+
+    def fetch() -> Any:
+        try:
+            fresh = reread()
+        except (OSError, ValueError):
+            return None  # keep serving the identity we have
+        if fresh == current[0]:
+            return None
+        current[0] = fresh
+        return config(fresh)
+
+    return grpc.dynamic_ssl_server_credentials(config(initial), fetch)
 
 
 def _deny_like(handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:

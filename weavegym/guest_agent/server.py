@@ -15,6 +15,7 @@ import platform
 import pwd
 import socket
 import time
+from collections.abc import Callable
 from concurrent import futures
 from dataclasses import dataclass
 from typing import Any
@@ -24,7 +25,7 @@ import grpc
 from weavegym.agent.v1 import agent_pb2 as pb
 from weavegym.agent.v1 import agent_pb2_grpc as pb_grpc
 from weavegym.guest_agent import AGENT_VERSION, PROTOCOL, execution, files
-from weavegym.guest_agent.auth import TlsIdentity, TokenInterceptor
+from weavegym.guest_agent.auth import TlsIdentity, TokenInterceptor, live_tls_credentials
 from weavegym.guest_agent.capture import ScreenCapturer
 from weavegym.guest_agent.clipboard import Clipboard
 from weavegym.guest_agent.display import LOCK_TIMEOUT_S, DisplayConnection
@@ -57,6 +58,10 @@ class AgentConfig:
     process_limit: int = 0  # RLIMIT_NPROC for the no-display accounts' commands when there is no episode cgroup
     episode_cgroup: str = ""  # cgroup.procs the no-display accounts' commands join (cgroups.episode_cgroup)
     tls: TlsIdentity | None = None  # serve TLS with this key and certificate (the host pins the certificate)
+    # Read the token and the identity again from their sources when they may have changed (a call with
+    # another token, each TLS handshake): a VM restored from a shared prepared state gets its own by fw_cfg.
+    reread_token: Callable[[], str] | None = None
+    reread_tls: Callable[[], TlsIdentity] | None = None
 
 
 def _abort(context: grpc.ServicerContext, exc: Exception) -> None:
@@ -352,7 +357,7 @@ def build_server(config: AgentConfig) -> tuple[grpc.Server, GuestAgentServicer, 
     servicer = GuestAgentServicer(config)
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=config.max_workers, thread_name_prefix="agent"),
-        interceptors=[TokenInterceptor(config.token)],
+        interceptors=[TokenInterceptor(config.token, config.reread_token)],
         options=[
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
             ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
@@ -366,8 +371,7 @@ def build_server(config: AgentConfig) -> tuple[grpc.Server, GuestAgentServicer, 
     )
     pb_grpc.add_GuestAgentServicer_to_server(servicer, server)
     if config.tls is not None:
-        credentials = grpc.ssl_server_credentials([(config.tls.key_pem, config.tls.cert_pem)])
-        port = server.add_secure_port(config.listen, credentials)
+        port = server.add_secure_port(config.listen, live_tls_credentials(config.tls, config.reread_tls))
     else:
         port = server.add_insecure_port(config.listen)
     if port == 0:

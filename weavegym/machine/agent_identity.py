@@ -3,9 +3,9 @@
 The host makes the key and a self-signed certificate, hands both to the agent (``--tls-file``, or in a
 VM a QEMU fw_cfg file that only root reads, ``--tls-fwcfg``) and trusts that one certificate only.
 Whatever else answers on the agent's port, say a process that bound it after QEMU died, cannot finish
-the TLS handshake, so it never receives the token or a request. The local test agent uses it
-(``LocalAgentConfig(tls=True)``); the libvirt backend does not turn it on yet, because in TCG guests
-here the TLS stream failed its record MACs after a few calls (README, "Security model").
+the TLS handshake, so it never receives the token or a request. The libvirt backend makes one per VM
+for images whose manifest says ``agent_tls``; the local test agent uses it with
+``LocalAgentConfig(tls=True)``.
 """
 
 from __future__ import annotations

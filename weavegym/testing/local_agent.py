@@ -19,7 +19,7 @@ from pathlib import Path
 
 from weavegym.core.deadline import Deadline
 from weavegym.core.errors import HostSetupError
-from weavegym.guest_agent.auth import new_token
+from weavegym.guest_agent.auth import TlsIdentity, new_token
 from weavegym.machine.agent_identity import new_agent_identity
 from weavegym.machine.guest_client import ClientConfig, GuestClient
 
@@ -99,6 +99,20 @@ class LocalAgent:
     def log_tail(self, limit: int = 2000) -> str:
         path = Path(self._dir.name) / "agent.log"
         return path.read_text(errors="replace")[-limit:] if path.exists() else ""
+
+    def rekey(self) -> tuple[str, TlsIdentity | None]:
+        """Give the running agent's sources a new token (and identity), as a clone restored from a shared
+        prepared state sees its own QEMU's fw_cfg; returns the old ones. The agent reads them live."""
+        old = (self.token, self.identity)
+        self.token = new_token()
+        folder = Path(self._dir.name)
+        (folder / "token.new").write_text(self.token)
+        (folder / "token.new").replace(folder / "token")
+        if self.identity is not None:
+            self.identity = new_agent_identity()
+            (folder / "identity.new").write_bytes(self.identity.bundle())
+            (folder / "identity.new").replace(folder / "identity.pem")
+        return old
 
     def client(self, config: ClientConfig | None = None) -> GuestClient:
         return GuestClient(self.target, self.token, config,

@@ -142,6 +142,8 @@ def build_image(recipe: ImageRecipe, cache_dir: Path, progress: Progress | None 
             "kernel_version": kernel_version, "build_seconds": round(time.monotonic() - started, 1),
             "disk_bytes": (work / "disk.qcow2").stat().st_size, "created": time.time(),
             "agent_port": 760, "ready_window_classes": list(recipe.ready_window_classes),
+            # The agent serves TLS with the key the host passes by fw_cfg (weavegym-agent.service).
+            "agent_tls": True,
         }
         (work / "manifest.json").write_text(json.dumps(manifest, indent=2))
         final = root / name

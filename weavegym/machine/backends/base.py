@@ -7,7 +7,7 @@ env never touches libvirt (or SSH) directly, so a new backend is one class.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import fields
 from typing import Any, Protocol, TypeVar
 
@@ -23,6 +23,7 @@ class Backend(Protocol):
     client: GuestClient | None
     timings: dict[str, float]
     supports_snapshots: bool  # False: reset() cannot restore state, so the env re-runs the task setup
+    shares_snapshots: bool  # True: snapshots are host-wide, so another env may load the ones this one makes
     workspace_user: str  # the guest account the episode's shell and python actions run as
     # True when GUI apps and shell/python run as two accounts, so a file's owner says which channel made it
     # and the checker adds provenance clauses and the channel rules.
@@ -32,6 +33,10 @@ class Backend(Protocol):
     def reset(self, snapshot: str) -> float: ...
     def save_snapshot(self, name: str) -> float: ...
     def delete_snapshot(self, name: str) -> None: ...
+    # Snapshots that carry a payload (the task's prepared parameters and truth), so that a backend whose
+    # snapshots are shared by every env on the host can hand one env the state another env set up.
+    def find_snapshot(self, name: str) -> bytes | None: ...  # None: no such shared snapshot (yet)
+    def make_snapshot(self, name: str, base: str, setup: Callable[[], bytes]) -> bytes: ...
     def grab_frame(self) -> np.ndarray: ...
     def is_running(self) -> bool: ...
     def close(self) -> None: ...

@@ -8,7 +8,9 @@ Choices, each from a fact measured on our machines:
   (guest offline) and one host-forward for the agent, bound to 127.0.0.1,
   because this libvirt rejects ``<backend type='passt'/>`` and there is no bridge;
 - the agent token in a QEMU fw_cfg entry read from a 0600 file (never on QEMU's command line, where
-  every host user's `ps` would show it), readable by root only in the guest; the screen size in SMBIOS;
+  every host user's `ps` would show it), readable by root only in the guest; the agent's TLS key and
+  certificate the same way, so it proves its identity before the host sends the token; the screen
+  size in SMBIOS;
 - VNC on a fixed port and 127.0.0.1 only, with a password;
 - QEMU as root (DAC label 0:0) under qemu:///system, so it can read images in root's cache.
 """
@@ -21,6 +23,7 @@ from xml.sax.saxutils import quoteattr
 QEMU_NS = "http://libvirt.org/schemas/domain/qemu/1.0"
 WEAVEGYM_NS = "https://weavegym.dev/xmlns/vm/1"
 FW_CFG_TOKEN = "opt/weavegym/token"  # the guest agent reads /sys/firmware/qemu_fw_cfg/by_name/<this>/raw
+FW_CFG_IDENTITY = "opt/weavegym/identity"  # the agent's TLS key and certificate, read the same way
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,12 @@ class DomainSpec:
     vsock: bool = False  # agent over virtio-vsock instead of a user-mode NIC (needs /dev/vhost-vsock)
     ssh_host_port: int = 0  # >0: forward 127.0.0.1:ssh_host_port to the guest's sshd (the ssh backend's tests)
     emulator: str = "/usr/bin/qemu-system-x86_64"
+    identity_file: str = ""  # on the QEMU host, 0600: the agent's TLS key and certificate ("" : plain gRPC)
+    # Guest RAM in this file (prepared_states.py): written through (ram_shared) by a VM that prepares a
+    # state, mapped copy-on-write by every VM restored from it. "" : anonymous RAM, as usual.
+    ram_file: str = ""
+    ram_shared: bool = False
+    incoming: bool = False  # start waiting for a migration stream (a restore), not booting
 
 
 # no_timer_check: under TCG on an overloaded host the kernel's early IO-APIC timer test can miss its
@@ -57,18 +66,25 @@ def domain_xml(spec: DomainSpec) -> str:
     width, height = spec.screen
     seclabel = ("<seclabel type='static' model='dac' relabel='no'><label>+0:+0</label></seclabel>"
                 if spec.run_as_root else "")
-    netdev = (f"user,id=wgnet,restrict=on,"
-              f"hostfwd=tcp:127.0.0.1:{spec.agent_host_port}-:{spec.agent_guest_port}")
-    if spec.ssh_host_port:
-        netdev += f",hostfwd=tcp:127.0.0.1:{spec.ssh_host_port}-:22"
-    # With vsock the guest gets no NIC at all; the host relays 127.0.0.1:agent_host_port to it.
-    network = "" if spec.vsock else f"""<qemu:commandline>
-    <qemu:arg value='-netdev'/>
-    <qemu:arg value={q(netdev)}/>
-    <qemu:arg value='-device'/>
-    <qemu:arg value='virtio-net-pci,netdev=wgnet,bus=pci.0,addr=0x9'/>
-  </qemu:commandline>"""
+    args: list[str] = []
+    if not spec.vsock:  # with vsock the guest gets no NIC at all; the host relays 127.0.0.1:agent_host_port to it
+        netdev = (f"user,id=wgnet,restrict=on,"
+                  f"hostfwd=tcp:127.0.0.1:{spec.agent_host_port}-:{spec.agent_guest_port}")
+        if spec.ssh_host_port:
+            netdev += f",hostfwd=tcp:127.0.0.1:{spec.ssh_host_port}-:22"
+        args += ["-netdev", netdev, "-device", "virtio-net-pci,netdev=wgnet,bus=pci.0,addr=0x9"]
+    if spec.ram_file:
+        share = "on" if spec.ram_shared else "off"
+        args += ["-object", f"memory-backend-file,id=wgram,mem-path={spec.ram_file},"
+                            f"size={spec.memory_mib}M,share={share}",
+                 "-machine", "memory-backend=wgram"]
+    if spec.incoming:
+        args += ["-incoming", "defer"]
+    commandline = ("<qemu:commandline>" + "".join(f"\n    <qemu:arg value={q(a)}/>" for a in args)
+               + "\n  </qemu:commandline>") if args else ""
     vsock = "<vsock model='virtio'><cid auto='yes'/></vsock>" if spec.vsock else ""
+    identity = (f"\n    <entry name={q(FW_CFG_IDENTITY)} file={q(spec.identity_file)}/>"
+                if spec.identity_file else "")
     return f"""<domain type={q(spec.domain_type)} xmlns:qemu={q(QEMU_NS)}>
   <name>{spec.name}</name>
   <metadata>
@@ -85,7 +101,7 @@ def domain_xml(spec: DomainSpec) -> str:
     </oemStrings>
   </sysinfo>
   <sysinfo type='fwcfg'>
-    <entry name={q(FW_CFG_TOKEN)} file={q(spec.token_file)}/>
+    <entry name={q(FW_CFG_TOKEN)} file={q(spec.token_file)}/>{identity}
   </sysinfo>
   <os>
     <type arch='x86_64' machine='pc'>hvm</type>
@@ -117,6 +133,6 @@ def domain_xml(spec: DomainSpec) -> str:
     {vsock}
   </devices>
   {seclabel}
-  {network}
+  {commandline}
 </domain>
 """

@@ -16,9 +16,12 @@ import json
 import os
 import re
 import secrets
+import signal
+import subprocess
 import time
 import weakref
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -29,10 +32,20 @@ from weavegym.core.errors import AgentError, BackendError, HostSetupError, Snaps
 from weavegym.core.extras import missing_extra
 from weavegym.core.guest_layout import WORKSPACE_USER
 from weavegym.core.paths import default_cache_dir
+from weavegym.guest_agent.auth import TlsIdentity
 from weavegym.guest_agent.relay import Relay, tcp_listener, vsock_connector
+from weavegym.machine.agent_identity import new_agent_identity
 from weavegym.machine.backends import resources
 from weavegym.machine.backends.domain_xml import DomainSpec, domain_xml
 from weavegym.machine.backends.lease import DomainLease
+from weavegym.machine.backends.prepared_states import (
+    DEVICE_STATE,
+    DISK,
+    RAM_FILE,
+    PreparedStore,
+    StateBuild,
+    machine_shape,
+)
 from weavegym.machine.backends.qemu_host import (
     ImagePaths,
     LocalQemuHost,
@@ -43,6 +56,7 @@ from weavegym.machine.backends.qemu_host import (
     ssh_target_of,
 )
 from weavegym.machine.backends.snapshots import InternalSnapshots
+from weavegym.machine.backends.state_transfer import load_device_state, save_device_state
 from weavegym.machine.frames import read_ppm
 from weavegym.machine.guest_client import ClientConfig, GuestClient
 from weavegym.machine.kvm_probe import choose_accelerator
@@ -56,6 +70,7 @@ except ModuleNotFoundError as _missing:  # an optional extra (core/extras.py)
     raise missing_extra(_missing) from None
 
 READY_SNAPSHOT = "ready"
+IDENTITY_FILE_BYTES = 4096  # the agent's key and certificate, padded (see _allocate)
 libvirt.registerErrorHandler(lambda _ctx, _err: None, None)  # errors arrive as exceptions; no stderr noise
 
 
@@ -76,6 +91,10 @@ class LibvirtConfig:
     forward_ssh: bool = False  # also forward a host port to the guest's sshd (see ssh_port)
     # qemu+ssh:// URIs: where images and run dirs live on the far host (see qemu_host.py)
     remote_cache_dir: str = "/var/cache/weavegym"
+    # Start from, and save task states as, host-wide prepared states (prepared_states.py) that every VM of
+    # this image and shape on this host shares: a new VM restores in seconds instead of a cold boot, its RAM
+    # is shared copy-on-write, and any env reuses a task variant another one set up. Local libvirt only.
+    prepared_states: bool = False
 
     def resolved_uri(self) -> str:
         return self.uri or ("qemu:///system" if os.geteuid() == 0 else "qemu:///session")
@@ -133,6 +152,10 @@ class LibvirtVM:
         self.token = secrets.token_hex(24)
         self.vnc_password = secrets.token_urlsafe(6)[:8]  # VNC passwords are at most 8 characters
         self.client: GuestClient | None = None
+        # The agent's TLS key and certificate, made here and pinned by the client: whatever else answers
+        # on the forwarded port (a host process that took it while QEMU was down) fails the handshake
+        # and never receives the token.
+        self.identity: TlsIdentity | None = None
         self.image: BuiltImage | None = None
         self.timings: dict[str, float] = {}
         self._conn: libvirt.virConnect | None = None
@@ -142,6 +165,7 @@ class LibvirtVM:
         self._spec: DomainSpec | None = None
         self._host = _HostState()  # the QEMU host, its run dir and our port locks: what teardown releases
         self._relay: Relay | None = None
+        self._store: PreparedStore | None = None  # with LibvirtConfig.prepared_states, once the image is known
         self._image_paths = ImagePaths("", "", "")
         self._last_frame = b""
         self._wm_manages_windows = False
@@ -187,6 +211,11 @@ class LibvirtVM:
         try:
             self._check_transport()
             self.image = self._image()
+            if self.config.prepared_states:
+                if self._remote:
+                    raise HostSetupError("prepared_states needs a local libvirt (its states are files on this host)")
+                self._store = PreparedStore(self.config.cache_dir / "states" / self.image.name / machine_shape(
+                    self.config.memory_mib, self.config.vcpus, self.config.screen))
             self._conn = connect(self.config.resolved_uri())
             self._host.host = self._open_qemu_host()
             self._check_disk_space()
@@ -194,10 +223,14 @@ class LibvirtVM:
             # From here on a domain may exist: it must not outlive this process, however it ends.
             self._host.lease = DomainLease(self.config.resolved_uri(), self.name,
                                            "" if self._remote else self._host.run_dir)
-            self._create_overlay()
-            self._boot()
-            self.timings["cold_boot_s"] = time.monotonic() - t0
-            self.timings["snapshot_save_s"] = self.snapshots.save(READY_SNAPSHOT)
+            if self._store is not None:
+                self._start_prepared(t0)
+            else:
+                self._create_overlay()
+                self._boot()
+                self.timings["cold_boot_s"] = time.monotonic() - t0
+                self.timings["snapshot_save_s"] = self.snapshots.save(READY_SNAPSHOT)
+            assert self.client is not None
             self.client.reconnect()
             self.client.wait_ready(self.config.reset_timeout_s)
         except BaseException:
@@ -237,6 +270,8 @@ class LibvirtVM:
 
     def reset(self, snapshot: str = READY_SNAPSHOT) -> float:
         """Bring the VM back to ``snapshot``; recovers a dead QEMU. Returns the seconds it took."""
+        if self._store is not None:
+            return self._restore(snapshot)
         start = time.monotonic()
         self._reattach()
         if not self.is_running():
@@ -284,7 +319,105 @@ class LibvirtVM:
             self._snapshots.rebind(self._domain)
 
     def delete_snapshot(self, name: str) -> None:
-        self.snapshots.delete(name)
+        if self._store is None:  # prepared states are the host's, shared by other envs: kept
+            self.snapshots.delete(name)
+
+    # -- prepared states (LibvirtConfig.prepared_states) ---------------------------------------------
+    @property
+    def shares_snapshots(self) -> bool:
+        """Whether snapshots are host-wide prepared states, which another env may have made already."""
+        return self._store is not None
+
+    def find_snapshot(self, name: str) -> bytes | None:
+        """The payload saved with prepared state ``name``, or None if this host has no such state."""
+        state = self._store.find(name) if self._store is not None else None
+        return None if state is None else state.payload()
+
+    def make_snapshot(self, name: str, base: str, setup: Callable[[], bytes]) -> bytes:
+        """Start from ``base``, run ``setup`` and keep the result as snapshot ``name`` with setup's payload.
+
+        With prepared states the build holds the state's host-wide lock: if another process built it
+        meanwhile, its payload is returned and nothing runs. The VM is down afterwards until ``reset``.
+        """
+        if self._store is None:
+            self.reset(base)
+            payload = setup()
+            self.save_snapshot(name)
+            return payload
+        with self._store.building(name, self.config.boot_timeout_s * 2) as build:
+            if build.existing is not None:
+                return build.existing.payload()
+            self._restore(base, into=build)
+            payload = setup()
+            self._freeze_into(build)
+            build.publish(payload, {"image": self.image.name if self.image else "", "base": base})
+            return payload
+
+    def _start_prepared(self, t0: float) -> None:
+        """Restore the host's booted desktop, making it first (cold boot, then freeze) if nobody has."""
+        assert self._store is not None and self._spec is not None
+        with self._store.building(READY_SNAPSHOT, self.config.boot_timeout_s * 2) as build:
+            if build.existing is None:
+                self._spec = replace(self._spec, ram_file=str(build.staging / RAM_FILE), ram_shared=True)
+                self._create_overlay()
+                self._boot()
+                self.timings["cold_boot_s"] = time.monotonic() - t0
+                self._freeze_into(build)
+                build.publish(b"", {"image": self.image.name if self.image else "",
+                                    "cold_boot_s": self.timings["cold_boot_s"]})
+        self.timings["restore_s"] = self._restore(READY_SNAPSHOT)
+
+    def _freeze_into(self, build: StateBuild) -> None:
+        """Save the running VM's device state into ``build`` and move its disk there; QEMU is gone after."""
+        assert self._spec is not None and self._spec.ram_shared, "only a VM with its RAM in a shared file freezes"
+        self.timings["state_save_s"] = save_device_state(self.domain, build.staging / DEVICE_STATE)
+        self._destroy_domain()
+        os.replace(self._spec.disk, build.staging / DISK)
+
+    def _restore(self, name: str, into: StateBuild | None = None) -> float:
+        """A new QEMU in prepared state ``name``: a fresh overlay on its frozen disk, its RAM file mapped
+        copy-on-write (or, ``into`` a state being built, copied there and written through), its device
+        state loaded. This VM's own token and TLS key reach the agent by fw_cfg, which it reads live."""
+        assert self._store is not None and self._spec is not None and self._host.host is not None
+        state = self._store.find(name)
+        if state is None:
+            raise SnapshotError(f"no prepared state {name!r} in {self._store.root}")
+        start = time.monotonic()
+        self._destroy_domain()
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(self._spec.disk)
+        self._host.host.create_overlay(str(state.disk), self._spec.disk)
+        ram, shared = str(state.ram), False
+        if into is not None:
+            ram, shared = str(into.staging / RAM_FILE), True
+            subprocess.run(["cp", "--sparse=always", str(state.ram), ram], check=True, capture_output=True)
+        self._spec = replace(self._spec, ram_file=ram, ram_shared=shared, incoming=True)
+        self._define(paused=True)
+        try:
+            self.timings["state_load_s"] = load_device_state(self.domain, state.device_state)
+            self.domain.resume()
+        except (SnapshotError, libvirt.libvirtError) as exc:
+            self._destroy_domain()
+            raise SnapshotError(f"could not restore prepared state {name!r}: {exc}") from None
+        assert self.client is not None
+        self.client.reconnect()  # a new QEMU: the old connections are gone
+        self.client.wait_ready(self.config.reset_timeout_s)
+        self.resync_clock()
+        return time.monotonic() - start
+
+    def _destroy_domain(self) -> None:
+        if self._domain is not None:
+            # SIGKILL first when the QEMU is ours on this host: libvirt's destroy sends SIGTERM and waits for
+            # QEMU's orderly exit, 1.4 s here, which a restore-based reset would pay every time.
+            pid_file = Path(f"/run/libvirt/qemu/{self.name}.pid")
+            with contextlib.suppress(OSError, ValueError):
+                if not self._remote and os.geteuid() == 0:
+                    os.kill(int(pid_file.read_text().strip()), signal.SIGKILL)
+            with contextlib.suppress(libvirt.libvirtError):
+                self._domain.destroy()
+        if self._relay is not None:
+            self._relay.stop()
+            self._relay = None
 
     def grab_frame(self) -> np.ndarray:
         """The screen as QEMU displays it (what VNC shows, pointer included), via HMP ``screendump``.
@@ -387,6 +520,13 @@ class LibvirtVM:
         host.make_dir(run_dir)
         token_file = f"{run_dir}/agent-token"
         host.write_private_file(token_file, self.token.encode())  # QEMU reads it; `ps` never shows it
+        identity_file = ""
+        if self.image.manifest.get("agent_tls"):  # images from before agent TLS serve plain gRPC
+            self.identity = new_agent_identity()
+            identity_file = f"{run_dir}/agent-identity"
+            # Always the same size: the guest kernel reads fw_cfg sizes once, at boot, and a VM restored from
+            # a prepared state must read its own identity through the size the preparing VM booted with.
+            host.write_private_file(identity_file, self.identity.bundle().ljust(IDENTITY_FILE_BYTES, b"\n"))
         self._spec = DomainSpec(
             name=self.name, domain_type=_domain_type(self.config, self._conn), memory_mib=self.config.memory_mib,
             vcpus=self.config.vcpus, kernel=paths.kernel, initrd=paths.initrd,
@@ -394,7 +534,7 @@ class LibvirtVM:
             vnc_port=vnc_port, vnc_password=self.vnc_password, agent_host_port=agent_port,
             agent_guest_port=int(self.image.manifest.get("agent_port", 760)), token_file=token_file,
             screen=self.config.screen, owner_pid=os.getpid(), run_as_root=self._qemu_as_root(),
-            vsock=self.config.transport == "vsock", ssh_host_port=ssh_port,
+            vsock=self.config.transport == "vsock", ssh_host_port=ssh_port, identity_file=identity_file,
         )
         record = resources.VMRecord(
             name=self.name, uri=self.config.resolved_uri(), owner_pid=os.getpid(), overlay=self._spec.disk,
@@ -416,6 +556,9 @@ class LibvirtVM:
 
     def _define(self, paused: bool) -> None:
         assert self._conn is not None and self._spec is not None
+        if self.client is None:
+            self.client = GuestClient(self.agent_target, self.token, ClientConfig(),
+                                      tls_cert=self.identity.cert_pem if self.identity is not None else None)
         flags = libvirt.VIR_DOMAIN_START_PAUSED if paused else 0
         try:
             self._domain = self._conn.createXML(domain_xml(self._spec), flags)
@@ -430,7 +573,6 @@ class LibvirtVM:
 
     def _boot(self) -> None:
         self._define(paused=False)
-        self.client = GuestClient(self.agent_target, self.token, ClientConfig())
         try:
             self.client.wait_ready(self.config.boot_timeout_s)
             # Its own full deadline: XFCE took over 150 s to settle with five TCG guests on two cores.

@@ -23,6 +23,7 @@ from __future__ import annotations
 import secrets
 import shlex
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -69,6 +70,7 @@ class SshConfig:
 
 class SshMachine:
     supports_snapshots = False
+    shares_snapshots = False
 
     @property
     def workspace_user(self) -> str:
@@ -121,6 +123,12 @@ class SshMachine:
 
     def delete_snapshot(self, name: str) -> None:
         raise SnapshotError("the ssh backend has no snapshots to delete")
+
+    def find_snapshot(self, name: str) -> bytes | None:
+        return None
+
+    def make_snapshot(self, name: str, base: str, setup: Callable[[], bytes]) -> bytes:
+        raise SnapshotError("the ssh backend cannot save snapshots (it attaches to a live machine)")
 
     def grab_frame(self) -> np.ndarray:
         assert self.client is not None

@@ -1,0 +1,191 @@
+"""Host-wide prepared states (LibvirtConfig.prepared_states): the store, and real VMs restored from it.
+
+The VM tests keep their states in a cache folder of their own (the built base image is pointed at with
+``image_dir``), so they build the boot state themselves and prove that a second VM restores it.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+import xml.etree.ElementTree as ET
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from weavegym.core.errors import AgentAuthError, AgentUnavailableError, SnapshotError
+from weavegym.machine.backends.domain_xml import DomainSpec, domain_xml
+from weavegym.machine.backends.prepared_states import DEVICE_STATE, DISK, RAM_FILE, PreparedStore
+
+QEMU_ARG = "{http://libvirt.org/schemas/domain/qemu/1.0}arg"
+
+
+def _fill(folder: Path) -> None:
+    for name in (RAM_FILE, DEVICE_STATE, DISK):
+        (folder / name).write_bytes(name.encode())
+
+
+def test_a_state_is_published_whole_and_read_only(tmp_path: Path) -> None:
+    store = PreparedStore(tmp_path / "states")
+    assert store.find("ready") is None
+    with store.building("ready", 5) as build:
+        assert build.existing is None
+        _fill(build.staging)
+        assert store.find("ready") is None  # not visible while it is being built
+        state = build.publish(b"payload", {"why": "test"})
+    assert store.find("ready") == state and state.payload() == b"payload"
+    assert state.meta()["why"] == "test" and store.names() == ["ready"]
+    assert {oct(p.stat().st_mode & 0o777) for p in state.folder.iterdir()} == {"0o400"}
+    with store.building("ready", 5) as again:  # a later builder finds it and builds nothing
+        assert again.existing == state and not again.staging.exists()
+
+
+def test_an_unpublished_build_leaves_nothing_and_missing_parts_refuse_to_publish(tmp_path: Path) -> None:
+    store = PreparedStore(tmp_path / "states")
+    with pytest.raises(RuntimeError), store.building("task-x", 5) as build:
+        (build.staging / RAM_FILE).write_bytes(b"half")
+        raise RuntimeError("the setup failed")
+    assert store.find("task-x") is None and not any(p.name.startswith(".task-x.staging") for p in store.root.iterdir())
+    with store.building("task-x", 5) as build, pytest.raises(FileNotFoundError, match=r"device\.state"):
+        (build.staging / RAM_FILE).write_bytes(b"only the RAM")
+        build.publish(b"", {})
+    for bad in ("", "../etc", ".hidden", "a/b"):
+        with pytest.raises(ValueError):
+            store.find(bad)
+
+
+def _build_slowly(root: str, started: multiprocessing.synchronize.Event) -> None:
+    store = PreparedStore(Path(root))
+    with store.building("ready", 30) as build:
+        started.set()
+        time.sleep(1.5)  # holding the lock while "booting", as a real builder does for minutes
+        _fill(build.staging)
+        build.publish(b"from the first builder", {})
+
+
+def test_two_processes_never_build_one_state_twice(tmp_path: Path) -> None:
+    root = tmp_path / "states"
+    started = multiprocessing.get_context("fork").Event()
+    first = multiprocessing.get_context("fork").Process(target=_build_slowly, args=(str(root), started))
+    first.start()
+    assert started.wait(20)
+    store = PreparedStore(root)
+    with store.building("ready", 30) as build:  # waits for the first builder's lock
+        assert build.existing is not None, "the second builder must see the first one's state"
+        assert build.existing.payload() == b"from the first builder"
+    first.join(20)
+    assert first.exitcode == 0
+    with pytest.raises(SnapshotError, match="building state"):
+        blocker = multiprocessing.get_context("fork").Process(target=_build_slowly, args=(str(root / "b"), started))
+        started.clear()
+        blocker.start()
+        assert started.wait(20)
+        try:
+            with PreparedStore(root / "b").building("ready", 0.3):
+                pass
+        finally:
+            blocker.join(20)
+
+
+def test_the_domain_maps_the_state_s_ram_and_waits_for_its_device_state() -> None:
+    spec = DomainSpec(name="weavegym-1-abc", domain_type="qemu", memory_mib=2048, vcpus=2, kernel="/k",
+                      initrd="/i", disk="/d.qcow2", console_log="/c.log", vnc_port=5911, vnc_password="pw123456",
+                      agent_host_port=17611, agent_guest_port=760, token_file="/t", screen=(1280, 720),
+                      owner_pid=42, run_as_root=True)
+    plain = [a.get("value") for a in ET.fromstring(domain_xml(spec)).iter(QEMU_ARG)]
+    assert "-incoming" not in plain and not any("memory-backend" in (a or "") for a in plain)
+    clone = [a.get("value") for a in ET.fromstring(domain_xml(replace(
+        spec, ram_file="/s/ram.bin", incoming=True))).iter(QEMU_ARG)]
+    assert "memory-backend-file,id=wgram,mem-path=/s/ram.bin,size=2048M,share=off" in clone
+    assert clone[clone.index("-machine") + 1] == "memory-backend=wgram"
+    assert clone[clone.index("-incoming") + 1] == "defer"
+    maker = [a.get("value") for a in ET.fromstring(domain_xml(replace(
+        spec, ram_file="/s/ram.bin", ram_shared=True))).iter(QEMU_ARG)]
+    assert any(a.endswith("share=on") for a in maker) and "-incoming" not in maker
+
+
+# ------------------------------------------------------------------------------------------- real VMs
+
+@pytest.fixture(scope="module")
+def states_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("prepared-cache")
+
+
+def _config(cache: Path):
+    from weavegym.core.paths import default_cache_dir
+    from weavegym.machine.backends.libvirt_vm import LibvirtConfig
+    from weavegym.vm_images.builder import require_image
+    from weavegym.vm_images.recipe import ImageRecipe
+
+    image = require_image(ImageRecipe("base", "debian-12"), default_cache_dir())
+    return LibvirtConfig(accel="tcg", prepared_states=True, cache_dir=cache, image_dir=image.path)
+
+
+@pytest.mark.vm
+@pytest.mark.timeout(900)
+def test_vms_restored_from_one_state_have_their_own_token_key_and_files(states_cache: Path) -> None:
+    from weavegym.machine.agent_identity import new_agent_identity
+    from weavegym.machine.backends.libvirt_vm import LibvirtVM
+    from weavegym.machine.guest_client import GuestClient
+
+    with LibvirtVM(_config(states_cache)) as first, LibvirtVM(_config(states_cache)) as second:
+        assert "cold_boot_s" in first.timings, "the first VM on this cache builds the boot state"
+        assert "cold_boot_s" not in second.timings and "restore_s" in second.timings
+        assert first.token != second.token and first.identity != second.identity
+        assert first.client is not None and second.client is not None
+        # Each agent took its own VM's token and key (read live from fw_cfg) and refuses the other's.
+        token_file = "/sys/firmware/qemu_fw_cfg/by_name/opt/weavegym/token/raw"
+        assert second.client.exec(["cat", token_file]).stdout.strip() == second.token
+        assert second.identity is not None and first.identity is not None
+        with (GuestClient(second.agent_target, first.token, tls_cert=second.identity.cert_pem) as other_token,
+              pytest.raises(AgentAuthError)):
+            other_token.health(timeout=10)
+        with (GuestClient(second.agent_target, second.token, tls_cert=first.identity.cert_pem) as other_key,
+              pytest.raises(AgentUnavailableError)):
+            other_key.health(timeout=10)
+        with (GuestClient(second.agent_target, second.token, tls_cert=new_agent_identity().cert_pem) as stranger,
+              pytest.raises(AgentUnavailableError)):
+            stranger.health(timeout=10)
+        # Their disks and memory are their own.
+        first.client.exec("echo first > /home/user/mine; echo first > /root/mine; sync")
+        second.client.exec("echo second > /home/user/mine")
+        assert second.client.exec("cat /home/user/mine").stdout == "second\n"
+        assert second.client.exec("cat /root/mine").exit_code != 0
+        assert first.client.exec("cat /home/user/mine").stdout == "first\n"
+        assert first.client.exec("cat /proc/sys/kernel/random/boot_id").stdout == \
+            second.client.exec("cat /proc/sys/kernel/random/boot_id").stdout  # one boot, restored twice
+        # A reset restores the state again: the episode's changes are gone, the desktop is back.
+        second.reset("ready")
+        assert second.client.exec("cat /home/user/mine").exit_code != 0
+        assert second.client.list_windows()[1] == "Openbox"
+        assert abs(float(second.client.exec("date +%s.%N").stdout) - time.time()) < 5  # the clock was set
+
+
+@pytest.mark.vm
+@pytest.mark.timeout(1200)
+def test_an_env_plays_a_variant_that_another_env_set_up(states_cache: Path) -> None:
+    from weavegym.envs.tasks import get_task
+    from weavegym.envs.weave_env import WeaveEnv
+    from weavegym.ops.validation import run_policy
+
+    task_id = "Weave-DevOps-1"
+    config = _config(states_cache)
+    options = {"prepared_states": True, "cache_dir": config.cache_dir, "image_dir": config.image_dir, "accel": "tcg"}
+    maker = WeaveEnv(task_id, backend_options=options)
+    try:
+        _, info = maker.reset(options={"task_seed": 3})
+        assert info["snapshot"] == "created"
+        truth = maker.prepared.truth if maker.prepared else None
+    finally:
+        maker.close()
+    player = WeaveEnv(task_id, backend_options=options)
+    try:
+        _, info = player.reset(options={"task_seed": 3})
+        assert info["snapshot"] == "cached", "the second env must load the first one's state, not set it up"
+        assert player.prepared is not None and player.prepared.truth == truth
+        assert "last_setup_s" not in player.backend.timings
+        result = run_policy(player, "oracle", get_task(task_id).oracle, seed=3)
+        assert result.action_errors == [] and result.score == 1.0, result.evaluation
+    finally:
+        player.close()
