@@ -24,7 +24,7 @@ from weavegym.core.deadline import wait_for
 from weavegym.core.errors import AgentError, AgentUnavailableError, HostSetupError
 from weavegym.envs.setup_context import LAUNCH_MARKER, SetupContext
 from weavegym.machine.agent_identity import new_agent_identity
-from weavegym.machine.backends.libvirt_vm import LibvirtConfig, LibvirtVM, connect
+from weavegym.machine.backends.libvirt_vm import IDENTITY_FILE_BYTES, LibvirtConfig, LibvirtVM, connect
 from weavegym.machine.guest_client import GuestClient
 from weavegym.ops.gc import collect
 
@@ -86,7 +86,8 @@ def test_the_agent_proves_its_identity_with_the_key_the_host_made(vm: LibvirtVM)
     cannot finish the handshake, so it never receives the token."""
     assert vm.identity is not None and vm.client is not None
     fw_cfg = "/sys/firmware/qemu_fw_cfg/by_name/opt/weavegym/identity/raw"
-    assert vm.client.exec(["sha256sum", fw_cfg]).stdout.split()[0] == hashlib.sha256(vm.identity.bundle()).hexdigest()
+    padded = vm.identity.bundle().ljust(IDENTITY_FILE_BYTES, b"\n")  # one size for every VM (see _allocate)
+    assert vm.client.exec(["sha256sum", fw_cfg]).stdout.split()[0] == hashlib.sha256(padded).hexdigest()
     as_user = vm.client.exec(["cat", fw_cfg], user="user")
     assert as_user.exit_code != 0 and b"PRIVATE KEY" not in as_user.stdout_raw
     key_line = vm.identity.key_pem.splitlines()[1]

@@ -6,7 +6,11 @@ The VM tests keep their states in a cache folder of their own (the built base im
 
 from __future__ import annotations
 
+import json
 import multiprocessing
+import os
+import subprocess
+import sys
 import time
 import xml.etree.ElementTree as ET
 from dataclasses import replace
@@ -16,7 +20,7 @@ import pytest
 
 from weavegym.core.errors import AgentAuthError, AgentUnavailableError, SnapshotError
 from weavegym.machine.backends.domain_xml import DomainSpec, domain_xml
-from weavegym.machine.backends.prepared_states import DEVICE_STATE, DISK, RAM_FILE, PreparedStore
+from weavegym.machine.backends.prepared_states import DEVICE_STATE, DISK, RAM_FILE, PreparedStore, stale_states
 
 QEMU_ARG = "{http://libvirt.org/schemas/domain/qemu/1.0}arg"
 
@@ -53,6 +57,25 @@ def test_an_unpublished_build_leaves_nothing_and_missing_parts_refuse_to_publish
     for bad in ("", "../etc", ".hidden", "a/b"):
         with pytest.raises(ValueError):
             store.find(bad)
+
+
+def test_a_build_without_room_for_the_guest_s_memory_is_refused_before_it_starts(tmp_path: Path) -> None:
+    store = PreparedStore(tmp_path / "states", min_free_bytes=1 << 60)
+    with pytest.raises(SnapshotError, match="free"), store.building("ready", 5):
+        pass
+    assert store.names() == [] and not list(store.root.glob(".*staging*"))
+
+
+def test_gc_finds_the_states_of_removed_images_and_dead_builders(tmp_path: Path) -> None:
+    images, states = tmp_path / "images", tmp_path / "states"
+    (images / "base-kept").mkdir(parents=True)
+    shape = states / "base-kept" / "2048m-2c-1280x720"
+    (shape / "ready").mkdir(parents=True)
+    (shape / ".task-1.staging-999999999").mkdir()
+    (shape / f".task-2.staging-{os.getpid()}").mkdir()  # a live builder: this process
+    (states / "base-removed" / "2048m-2c-1280x720" / "ready").mkdir(parents=True)
+    assert sorted(stale_states(states, images)) == sorted([shape / ".task-1.staging-999999999",
+                                                           states / "base-removed"])
 
 
 def _build_slowly(root: str, started: multiprocessing.synchronize.Event) -> None:
@@ -109,17 +132,22 @@ def test_the_domain_maps_the_state_s_ram_and_waits_for_its_device_state() -> Non
 
 @pytest.fixture(scope="module")
 def states_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("prepared-cache")
-
-
-def _config(cache: Path):
+    """A cache folder of the tests' own, with the built base image linked in: its states start empty."""
     from weavegym.core.paths import default_cache_dir
-    from weavegym.machine.backends.libvirt_vm import LibvirtConfig
     from weavegym.vm_images.builder import require_image
     from weavegym.vm_images.recipe import ImageRecipe
 
+    cache = tmp_path_factory.mktemp("prepared-cache")
     image = require_image(ImageRecipe("base", "debian-12"), default_cache_dir())
-    return LibvirtConfig(accel="tcg", prepared_states=True, cache_dir=cache, image_dir=image.path)
+    (cache / "images").mkdir()
+    (cache / "images" / image.path.name).symlink_to(image.path)
+    return cache
+
+
+def _config(cache: Path):
+    from weavegym.machine.backends.libvirt_vm import LibvirtConfig
+
+    return LibvirtConfig(accel="tcg", prepared_states=True, cache_dir=cache)
 
 
 @pytest.mark.vm
@@ -155,6 +183,9 @@ def test_vms_restored_from_one_state_have_their_own_token_key_and_files(states_c
         assert first.client.exec("cat /home/user/mine").stdout == "first\n"
         assert first.client.exec("cat /proc/sys/kernel/random/boot_id").stdout == \
             second.client.exec("cat /proc/sys/kernel/random/boot_id").stdout  # one boot, restored twice
+        # ...but not one random pool: each restore has a new VM generation ID, and the kernel reseeds on it.
+        draw = "head -c 32 /dev/urandom | sha256sum"
+        assert first.client.exec(draw).stdout != second.client.exec(draw).stdout
         # A reset restores the state again: the episode's changes are gone, the desktop is back.
         second.reset("ready")
         assert second.client.exec("cat /home/user/mine").exit_code != 0
@@ -171,15 +202,15 @@ def test_an_env_plays_a_variant_that_another_env_set_up(states_cache: Path) -> N
 
     task_id = "Weave-DevOps-1"
     config = _config(states_cache)
-    options = {"prepared_states": True, "cache_dir": config.cache_dir, "image_dir": config.image_dir, "accel": "tcg"}
-    maker = WeaveEnv(task_id, backend_options=options)
+    options = {"cache_dir": config.cache_dir, "accel": "tcg"}
+    maker = WeaveEnv(task_id, prepared_states=True, backend_options=options)
     try:
         _, info = maker.reset(options={"task_seed": 3})
         assert info["snapshot"] == "created"
         truth = maker.prepared.truth if maker.prepared else None
     finally:
         maker.close()
-    player = WeaveEnv(task_id, backend_options=options)
+    player = WeaveEnv(task_id, prepared_states=True, backend_options=options)
     try:
         _, info = player.reset(options={"task_seed": 3})
         assert info["snapshot"] == "cached", "the second env must load the first one's state, not set it up"
@@ -189,3 +220,20 @@ def test_an_env_plays_a_variant_that_another_env_set_up(states_cache: Path) -> N
         assert result.action_errors == [] and result.score == 1.0, result.evaluation
     finally:
         player.close()
+
+
+@pytest.mark.vm
+@pytest.mark.timeout(900)
+def test_weavegym_prepare_builds_missing_variants_once(states_cache: Path) -> None:
+    """The CLI on the tests' cache: variants 0 and 1 are built (and frozen there); a second run finds both and
+    builds nothing."""
+    env = {**os.environ, "WEAVEGYM_CACHE_DIR": str(states_cache)}
+    out = states_cache / "prepare.json"
+    command = [sys.executable, "-m", "weavegym.cli", "prepare", "Weave-DevOps-1", "--variants", "2", "--json", str(out)]
+    first = subprocess.run(command, env=env, capture_output=True, text=True, timeout=800)
+    assert first.returncode == 0, first.stderr[-2000:]
+    assert [(r["variant"], r["built"]) for r in json.loads(out.read_text())] == [(0, True), (1, True)]
+    again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert [(r["variant"], r["built"]) for r in json.loads(out.read_text())] == [(0, False), (1, False)]
+    assert "Weave-DevOps-1" in again.stdout  # the summary table

@@ -88,7 +88,8 @@ def gc(
     verb = "would remove" if dry_run else "removed"
     err.print(f"{verb}: {len(report.domains_destroyed)} domains, {len(report.run_dirs_removed)} run dirs "
               f"(overlays), {len(report.locks_removed)} stale locks; {len(report.live)} live VMs and "
-              f"{len(report.others)} VMs of other owners left alone")
+              f"{len(report.others)} VMs of other owners left alone; {len(report.states_removed)} prepared "
+              "states of removed images")
     for line in report.errors:
         err.print(f"[yellow]{line}[/yellow]")
     print(json.dumps(report.__dict__, indent=2))
@@ -137,11 +138,12 @@ def bench_scale(
     task_id: str = typer.Option("Weave-Productivity-1", "--task", help="Task every env runs."),
     sizes: str = typer.Option("1,2,4", help="Comma-separated numbers of envs."),
     steps: int = typer.Option(20, min=3, help="Vector steps timed per size."),
+    prepared_states: bool = typer.Option(False, help="Envs start from the host's prepared states."),
 ) -> None:
     """Env-steps per second of gym.make_vec(async) for several sizes, with QEMU RSS and CPU per env; JSON."""
     from weavegym.ops.bench_scale import ScaleBenchConfig, run_scale_bench
 
-    config = ScaleBenchConfig(task_id, tuple(int(s) for s in sizes.split(",")), steps)
+    config = ScaleBenchConfig(task_id, tuple(int(s) for s in sizes.split(",")), steps, prepared_states)
     with err.status("starting") as status:
         result = run_scale_bench(config, progress=lambda m: status.update(m))
     print(json.dumps(result, indent=2))
@@ -287,6 +289,68 @@ def _validate_in_parallel(jobs: list[tuple[int, str]], seed: int, workers: int, 
     return [done[i] for i in sorted(done)]
 
 
+@app.command()
+def prepare(
+    pattern: str = typer.Argument("Weave-*", help="Shell-style id patterns, comma-separated."),
+    variants: int = typer.Option(8, min=1, help="Prepare task variants 0..N-1 of each task."),
+    profile: str | None = typer.Option(None, help="Only tasks that run on this image profile (base or full)."),
+    workers: int = typer.Option(1, min=1, help="Tasks prepared at once, one VM and one process each."),
+    json_out: Path | None = typer.Option(None, "--json", help="Also write each variant's result."),
+) -> None:
+    """Set task variants up once on this host, as prepared states that every env with
+    ``prepared_states=True`` restores in about a second (missing ones are otherwise built on demand)."""
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    from rich.table import Table
+
+    from weavegym.envs.tasks import match_tasks
+    from weavegym.ops.prepare import prepare_by_id, prepare_task
+
+    selected = [t for t in match_tasks(pattern) if profile is None or t.profile == profile]
+    if not selected:
+        err.print(f"[red]no task matches {pattern!r}" + (f" with profile {profile!r}" if profile else "") + "[/red]")
+        raise typer.Exit(2)
+    seeds = list(range(variants))
+    results: dict[str, list[dict[str, object]]] = {}
+    columns = (TextColumn("{task.description:<40}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=err) as bar:
+        overall = bar.add_task("variants", total=len(selected) * variants)
+        if workers == 1:
+            for task in selected:
+                bar.update(overall, description=f"{task.id} (boot or restore)")
+
+                def advance(variant: int, _result: object, task_id: str = task.id) -> None:
+                    bar.update(overall, advance=1, description=f"{task_id} variant {variant} ready")
+
+                results[task.id] = prepare_task(task.id, seeds, on_variant=advance)
+        else:
+            pool = ProcessPoolExecutor(max_workers=min(workers, len(selected)), mp_context=mp.get_context("spawn"),
+                                       initializer=_unwind_on_sigterm)
+            try:
+                futures = {pool.submit(prepare_by_id, task.id, seeds): task.id for task in selected}
+                for future in as_completed(futures):
+                    results[futures[future]] = future.result()
+                    bar.update(overall, advance=variants, description=f"{futures[future]} ready")
+            except BaseException:
+                _stop_workers(pool, mp.active_children())
+                raise
+            pool.shutdown()
+    table = Table(title=f"weavegym prepare {pattern} --variants {variants}")
+    for column in ("task", "built now", "already there", "median setup s", "total s"):
+        table.add_column(column)
+    for task in selected:
+        rows = results[task.id]
+        built = [r for r in rows if r["built"]]
+        setups = sorted(float(r["setup_s"]) for r in built)  # type: ignore[arg-type]
+        table.add_row(task.id, str(len(built)), str(len(rows) - len(built)),
+                      f"{setups[len(setups) // 2]:.1f}" if setups else "-",
+                      f"{sum(float(r['seconds']) for r in rows):.1f}")  # type: ignore[arg-type]
+    _wide_console().print(table)
+    if json_out is not None:
+        json_out.write_text(json.dumps([r for task in selected for r in results[task.id]], indent=2))
+
+
 def _unwind_on_sigterm() -> None:
     """A validate worker's start: SIGTERM unwinds it like Ctrl-C, so its env's close() destroys its VM."""
     signal.signal(signal.SIGTERM, _interrupt)
@@ -324,6 +388,23 @@ def _print_validation(reports: list[dict[str, object]], title: str) -> None:
         table.add_row(str(report["task_id"]), str(int(report["repeat"]) + 1), *cells,  # type: ignore[call-overload]
                       "[green]ok[/green]" if not problems else "[red]" + "; ".join(problems) + "[/red]")
     _wide_console().print(table)
+
+
+@bench_app.command("prepared")
+def bench_prepared(
+    task_id: str = typer.Option("Weave-DevOps-1", "--task", help="Task whose variants to prepare and restore."),
+    variants: int = typer.Option(8, min=2, help="Size of the prepared variant pool."),
+    new_envs: int = typer.Option(5, min=1, help="New envs whose first reset is timed."),
+    resets: int = typer.Option(12, min=3, help="Timed resets per kind (new seed, same seed)."),
+    sizes: str = typer.Option("1,2,4", help="Numbers of live envs whose memory is measured."),
+) -> None:
+    """Prepared states against a cold boot in the same run: new env, new seed, same seed, PSS; prints JSON."""
+    from weavegym.ops.bench_prepared import PreparedBenchConfig, run_prepared_bench
+
+    config = PreparedBenchConfig(task_id, variants, new_envs, resets, tuple(int(s) for s in sizes.split(",")))
+    with err.status("starting") as status:
+        result = run_prepared_bench(config, progress=lambda m: status.update(m))
+    print(json.dumps(result, indent=2))
 
 
 @bench_app.command("env")

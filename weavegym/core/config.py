@@ -41,6 +41,10 @@ class EnvConfig:
     settle_stable_s: float = 0.1  # ... i.e. to stay unchanged this long (0: take the first frame; fastest)
     setup_stable_s: float = 2.0  # how long the screen must stay unchanged before a task snapshot is saved
     max_task_snapshots: int = 4  # task snapshots kept per VM (least recently used are deleted)
+    # libvirt: start every VM from the host's prepared states and keep task variants there, for every env on
+    # the host (machine/backends/prepared_states.py): a new env's first reset and a reset to any variant that
+    # any env (or `weavegym prepare`) set up cost a restore of about a second, not a boot or a setup.
+    prepared_states: bool = False
     # The spaces (envs/space_layout.py checks the names). Actions: which kinds exist (None: all; the others
     # are refused in every form), the combos a sampled `key` draws from (None: a built-in list), and
     # coordinates in samples as pixel "discrete" or normalised "box" (0..1). Observations: which keys (None:

@@ -45,8 +45,13 @@ class Coordinator:
         """The running backend, started now if this is the first use (or the env's first reset)."""
         self.restarted = False
         if self.backend is None:
+            options = dict(self.config.backend_options)
+            if self.config.prepared_states:
+                if self.config.backend != "libvirt":
+                    raise ValueError(f"prepared_states needs the libvirt backend, not {self.config.backend!r}")
+                options.setdefault("prepared_states", True)
             backend = self._injected or make_backend(self.config.backend, screen=self.config.screen_size,
-                                                     profile=self.profile, options=self.config.backend_options)
+                                                     profile=self.profile, options=options)
             self._injected = None  # a closed backend is not started twice
             backend.start()
             self.backend = backend

@@ -26,9 +26,10 @@ class ScaleBenchConfig:
     task_id: str = "Weave-Productivity-1"
     sizes: tuple[int, ...] = (1, 2, 4)
     steps: int = 20
+    prepared_states: bool = False  # EnvConfig.prepared_states: envs restore the host's states, RAM shared
 
 
-def _qemu_pids() -> list[int]:
+def qemu_pids() -> list[int]:
     pids = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -57,18 +58,19 @@ def _cpu_s(pid: int) -> float:
 def run_scale_bench(config: ScaleBenchConfig, progress: Callable[[str], None] | None = None) -> dict[str, object]:
     register_tasks()
     say = progress or (lambda _msg: None)
-    before = set(_qemu_pids())
+    before = set(qemu_pids())
     result: dict[str, object] = {"bench": "scale", "task": config.task_id, "host_cpus": os.cpu_count(),
+                                 "prepared_states": config.prepared_states,
                                  "steps_per_size": config.steps, "sizes": {}}
     for n in config.sizes:
         say(f"{n} env(s): boot + task setup")
         envs = gym.make_vec(config.task_id, num_envs=n, vectorization_mode="async",
-                            vector_kwargs={"shared_memory": True})
+                            vector_kwargs={"shared_memory": True}, prepared_states=config.prepared_states)
         try:
             start = time.monotonic()
             envs.reset(seed=list(range(n)))
             ready_s = time.monotonic() - start
-            pids = [p for p in _qemu_pids() if p not in before]
+            pids = [p for p in qemu_pids() if p not in before]
             cpu0 = sum(_cpu_s(p) for p in pids)
             say(f"{n} env(s): {config.steps} steps")
             start = time.monotonic()

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from weavegym.core.extras import missing_extra
 from weavegym.machine.backends import resources
+from weavegym.machine.backends.prepared_states import stale_states
 
 try:
     import libvirt
@@ -37,6 +38,7 @@ class GcReport:
     locks_removed: list[str] = field(default_factory=list)
     live: list[str] = field(default_factory=list)
     others: list[str] = field(default_factory=list)  # weavegym domains gc cannot prove orphaned: left alone
+    states_removed: list[str] = field(default_factory=list)  # prepared states of images that are gone
     errors: list[str] = field(default_factory=list)
 
 
@@ -94,6 +96,10 @@ def collect(cache_dir: Path, uris: list[str], dry_run: bool = False) -> GcReport
                     shutil.rmtree(child, ignore_errors=True)
                 if str(child) not in report.run_dirs_removed:
                     report.run_dirs_removed.append(str(child))
+    for stale in stale_states(cache_dir / "states", cache_dir / "images"):
+        if not dry_run:  # a VM still restored from one keeps its open RAM mapping and disk
+            shutil.rmtree(stale, ignore_errors=True)
+        report.states_removed.append(str(stale))
     lock_dir = cache_dir / "locks"
     if lock_dir.is_dir():
         for lock in lock_dir.glob("*.lock"):

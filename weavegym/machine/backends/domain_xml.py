@@ -83,6 +83,9 @@ def domain_xml(spec: DomainSpec) -> str:
     commandline = ("<qemu:commandline>" + "".join(f"\n    <qemu:arg value={q(a)}/>" for a in args)
                + "\n  </qemu:commandline>") if args else ""
     vsock = "<vsock model='virtio'><cid auto='yes'/></vsock>" if spec.vsock else ""
+    # A VM generation ID that libvirt makes new at every start: VMs restored from one prepared state share
+    # the kernel's random pool, and Linux reseeds it when this ID changes (else clones draw the same bytes).
+    genid = "<genid/>\n  " if spec.ram_file else ""
     identity = (f"\n    <entry name={q(FW_CFG_IDENTITY)} file={q(spec.identity_file)}/>"
                 if spec.identity_file else "")
     return f"""<domain type={q(spec.domain_type)} xmlns:qemu={q(QEMU_NS)}>
@@ -93,7 +96,7 @@ def domain_xml(spec: DomainSpec) -> str:
       <weavegym:overlay path={q(spec.disk)}/>
     </weavegym:vm>
   </metadata>
-  <memory unit='MiB'>{spec.memory_mib}</memory>
+  {genid}<memory unit='MiB'>{spec.memory_mib}</memory>
   <vcpu>{spec.vcpus}</vcpu>
   <sysinfo type='smbios'>
     <oemStrings>

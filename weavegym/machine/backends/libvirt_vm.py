@@ -215,7 +215,8 @@ class LibvirtVM:
                 if self._remote:
                     raise HostSetupError("prepared_states needs a local libvirt (its states are files on this host)")
                 self._store = PreparedStore(self.config.cache_dir / "states" / self.image.name / machine_shape(
-                    self.config.memory_mib, self.config.vcpus, self.config.screen))
+                    self.config.memory_mib, self.config.vcpus, self.config.screen),
+                    min_free_bytes=(self.config.memory_mib + 1024) << 20)
             self._conn = connect(self.config.resolved_uri())
             self._host.host = self._open_qemu_host()
             self._check_disk_space()
@@ -290,6 +291,9 @@ class LibvirtVM:
         return time.monotonic() - start
 
     def save_snapshot(self, name: str) -> float:
+        if self._store is not None:
+            raise SnapshotError("with prepared_states, snapshots are made by make_snapshot (a state the whole "
+                                "host shares), not saved into this VM's overlay")
         self._reattach()
         return self.snapshots.save(name)
 
@@ -383,6 +387,7 @@ class LibvirtVM:
         if state is None:
             raise SnapshotError(f"no prepared state {name!r} in {self._store.root}")
         start = time.monotonic()
+        self._reattach()  # libvirtd may have restarted since the last call
         self._destroy_domain()
         with contextlib.suppress(FileNotFoundError):
             os.remove(self._spec.disk)

@@ -71,8 +71,11 @@ def machine_shape(memory_mib: int, vcpus: int, screen: tuple[int, int]) -> str:
 class PreparedStore:
     """The states of one image and machine shape, under ``root`` (one folder per state)."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, min_free_bytes: int = 0) -> None:
+        """``min_free_bytes``: refuse to start a build with less free space than that under ``root`` (a state
+        holds the guest's touched RAM, up to its whole memory size)."""
         self.root = root
+        self.min_free_bytes = min_free_bytes
 
     def _folder(self, name: str) -> Path:
         if not name or "/" in name or name.startswith("."):
@@ -120,6 +123,12 @@ class StateBuild:
         self.existing = store.find(name)
         self.staging = store.root / f".{name}.staging-{os.getpid()}"
         if self.existing is None:
+            free = shutil.disk_usage(store.root).free
+            if free < store.min_free_bytes:
+                raise SnapshotError(
+                    f"only {free >> 20} MiB free under {store.root}, and a prepared state needs up to "
+                    f"{store.min_free_bytes >> 20} MiB: free some space, or remove old states (`weavegym gc` "
+                    "removes those of deleted images; the folders under states/ can be deleted when no env runs)")
             shutil.rmtree(self.staging, ignore_errors=True)
             self.staging.mkdir(mode=0o700)
 
@@ -160,3 +169,20 @@ def code_hash(*paths: Path) -> str:
             digest.update(str(path.relative_to(root.parent)).encode())
             digest.update(path.read_bytes())
     return digest.hexdigest()[:12]
+
+
+def stale_states(states_root: Path, images_root: Path) -> list[Path]:
+    """What `weavegym gc` may remove under ``states_root``: the states of images no longer in ``images_root``,
+    and staging folders whose builder (the pid in the name) is dead."""
+    stale: list[Path] = []
+    if not states_root.is_dir():
+        return stale
+    for image_folder in sorted(states_root.iterdir()):
+        if not (images_root / image_folder.name).is_dir():
+            stale.append(image_folder)
+            continue
+        for staging in image_folder.glob("*/.*.staging-*"):
+            pid = staging.name.rsplit("-", 1)[1]
+            if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+                stale.append(staging)
+    return stale
