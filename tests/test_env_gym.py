@@ -70,8 +70,10 @@ def test_tool_schema_is_exported_for_llm_agents() -> None:
 
 
 def test_check_env_passes_without_skip_flags(capsys: pytest.CaptureFixture[str]) -> None:
-    """Gymnasium's own checker, render modes included (it makes one more env per mode: two more VMs)."""
-    env = gym.make("Weave-DevOps-1", render_mode="rgb_array")
+    """Gymnasium's own checker, render modes included (it makes one more env per mode: two more VMs). On
+    prepared states: the extra envs restore the host's states instead of booting, and the checker then
+    covers that path too (the default one is covered by every other env test)."""
+    env = gym.make("Weave-DevOps-1", render_mode="rgb_array", prepared_states=True)
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -121,7 +123,8 @@ def test_async_vector_env_of_sampled_gui_actions_survives_a_killed_vm() -> None:
     """RL's loop: sampled actions only, none refused; episodes end by max_steps; a VM killed mid-run costs that
     one episode (truncated, unscored, info["env_failure"]) and the vector env keeps stepping."""
     envs = gym.make_vec("Weave-DevOps-1", num_envs=2, vectorization_mode="async",
-                        vector_kwargs={"shared_memory": True}, max_steps=5, action_kinds=GUI_KINDS_SAMPLED)
+                        vector_kwargs={"shared_memory": True}, max_steps=5, action_kinds=GUI_KINDS_SAMPLED,
+                        prepared_states=True)  # a killed VM comes back by a restore, as RL fleets would run
     try:
         assert isinstance(envs, gym.vector.AsyncVectorEnv) and envs.shared_memory
         obs, _infos = envs.reset(seed=[0, 1])
@@ -164,10 +167,11 @@ def test_validate_cli_runs_the_adversaries_on_two_base_tasks(tmp_path) -> None:
     """Oracle 1.0, noop 0, and every adversary below the threshold, for the reason the design gives.
 
     Two workers, one VM each, as `make validate-full` runs the suite; the report keeps the suite's order.
+    On prepared states, so the second task restores the desktop the first one booted.
     """
     out = tmp_path / "validate.json"
     result = subprocess.run([sys.executable, "-m", "weavegym.cli", "validate", ",".join(CI_TASKS),
-                             "--json", str(out), "--workers", "2"], capture_output=True, text=True,
+                             "--json", str(out), "--workers", "2", "--prepared-states"], capture_output=True, text=True,
                             timeout=600 * len(CI_TASKS))
     assert result.returncode == 0, result.stdout + result.stderr
     reports = {r["task_id"]: r for r in json.loads(out.read_text())}

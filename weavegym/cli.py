@@ -192,6 +192,7 @@ def validate(
     tasks_md: Path | None = typer.Option(None, "--tasks-md", help="Also write the TASKS.md table of these tasks."),
     workers: int = typer.Option(1, min=1, help="Tasks validated at once, one VM and one process each (a 2-core "
                                 "host gains from 2, not more)."),
+    prepared_states: bool = typer.Option(False, help="Envs restore the host's prepared states (no boot per task)."),
 ) -> None:
     """Per task: the oracle must score 1.0, doing nothing 0, and the cli-only, gui-only and forger adversaries
     must each stay below the pass threshold."""
@@ -210,9 +211,9 @@ def validate(
         overall = bar.add_task("runs", total=repeat * len(selected) * len(RUNS))
         jobs = [(k, task.id) for k in range(repeat) for task in selected]
         if workers == 1:
-            reports = _validate_serially(jobs, seed, bar, overall, json_out)
+            reports = _validate_serially(jobs, seed, bar, overall, json_out, prepared_states)
         else:
-            reports = _validate_in_parallel(jobs, seed, workers, bar, overall, json_out)
+            reports = _validate_in_parallel(jobs, seed, workers, bar, overall, json_out, prepared_states)
     _print_validation(reports, title=f"weavegym validate {pattern} (seed {seed})")
     stats = task_stats(reports)
     failed, total = flake_rate(stats)
@@ -229,7 +230,7 @@ def validate(
 
 
 def _validate_serially(jobs: list[tuple[int, str]], seed: int, bar: Progress, overall: TaskID,
-                       json_out: Path | None) -> list[dict[str, object]]:
+                       json_out: Path | None, prepared_states: bool) -> list[dict[str, object]]:
     """One task after the other in this process; the bar advances with every run."""
     from dataclasses import asdict
 
@@ -243,7 +244,7 @@ def _validate_serially(jobs: list[tuple[int, str]], seed: int, bar: Progress, ov
         def advance(run: str, result: object, task_id: str = task_id) -> None:
             bar.update(overall, advance=1, description=f"{task_id} {run} done")
 
-        report = validate_task(get_task(task_id), seed=seed, on_run=advance)
+        report = validate_task(get_task(task_id), seed=seed, on_run=advance, prepared_states=prepared_states)
         reports.append(asdict(report) | {"violations": report.violations(), "repeat": k})
         if json_out is not None:  # written as it goes: a long suite run keeps what it measured
             json_out.write_text(json.dumps(reports, indent=2))
@@ -251,7 +252,7 @@ def _validate_serially(jobs: list[tuple[int, str]], seed: int, bar: Progress, ov
 
 
 def _validate_in_parallel(jobs: list[tuple[int, str]], seed: int, workers: int, bar: Progress, overall: TaskID,
-                          json_out: Path | None) -> list[dict[str, object]]:
+                          json_out: Path | None, prepared_states: bool) -> list[dict[str, object]]:
     """Tasks over ``workers`` spawned processes (one VM each); the bar advances as tasks finish.
 
     The report keeps the serial order (repeat, then suite order) whatever order the tasks finish in, so
@@ -267,7 +268,8 @@ def _validate_in_parallel(jobs: list[tuple[int, str]], seed: int, workers: int, 
     spawn = mp.get_context("spawn")  # a fresh interpreter per worker: no inherited gRPC or libvirt state
     pool = ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=spawn, initializer=_unwind_on_sigterm)
     try:
-        futures = {pool.submit(validate_by_id, task_id, seed, k): i for i, (k, task_id) in enumerate(jobs)}
+        futures = {pool.submit(validate_by_id, task_id, seed, k, prepared_states): i
+                   for i, (k, task_id) in enumerate(jobs)}
         bar.update(overall, description=f"{len(jobs)} task runs on {min(workers, len(jobs))} workers")
         for future in as_completed(futures):
             i = futures[future]

@@ -128,13 +128,16 @@ def _plans(task: Task, env: WeaveEnv, forged: dict[str, tuple[str, bytes]]) -> d
 
 def validate_task(task: Task, *, seed: int = 0, runs: tuple[str, ...] = RUNS,
                   env_factory: Callable[[Task], WeaveEnv] | None = None,
-                  on_run: Callable[[str, EpisodeResult], None] | None = None) -> TaskValidation:
+                  on_run: Callable[[str, EpisodeResult], None] | None = None,
+                  prepared_states: bool = False) -> TaskValidation:
+    """``prepared_states``: the env restores the host's prepared states (EnvConfig.prepared_states)."""
     report = TaskValidation(task.id, task.pass_threshold)
     env: WeaveEnv | None = None
     forged: dict[str, tuple[str, bytes]] = {}
     try:
         # A VM failure raises (and is reported as this task's error) rather than truncating unscored.
-        env = env_factory(task) if env_factory is not None else WeaveEnv(task, on_env_failure="raise")
+        env = (env_factory(task) if env_factory is not None
+               else WeaveEnv(task, on_env_failure="raise", prepared_states=prepared_states))
         for run in runs:
             result = run_policy(env, run, _plans(task, env, forged)[run], seed)
             report.results[run] = result
@@ -155,7 +158,7 @@ def _oracle_deliverables(task: Task, env: WeaveEnv) -> dict[str, tuple[str, byte
     return adversaries.capture_deliverables(task, env.prepared.truth, Probe(env.backend.client).read_bytes)
 
 
-def validate_by_id(task_id: str, seed: int, repeat: int) -> dict[str, Any]:
+def validate_by_id(task_id: str, seed: int, repeat: int, prepared_states: bool = False) -> dict[str, Any]:
     """One task's validation as a JSON-ready dict (the unit of work of ``validate --workers N``).
 
     Takes the id, not the Task, so that it can run in a freshly spawned process (no inherited gRPC or
@@ -163,5 +166,5 @@ def validate_by_id(task_id: str, seed: int, repeat: int) -> dict[str, Any]:
     """
     from dataclasses import asdict
 
-    report = validate_task(get_task(task_id), seed=seed)
+    report = validate_task(get_task(task_id), seed=seed, prepared_states=prepared_states)
     return asdict(report) | {"violations": report.violations(), "repeat": repeat}

@@ -16,7 +16,6 @@ import json
 import os
 import re
 import secrets
-import signal
 import subprocess
 import time
 import weakref
@@ -412,12 +411,6 @@ class LibvirtVM:
 
     def _destroy_domain(self) -> None:
         if self._domain is not None:
-            # SIGKILL first when the QEMU is ours on this host: libvirt's destroy sends SIGTERM and waits for
-            # QEMU's orderly exit, 1.4 s here, which a restore-based reset would pay every time.
-            pid_file = Path(f"/run/libvirt/qemu/{self.name}.pid")
-            with contextlib.suppress(OSError, ValueError):
-                if not self._remote and os.geteuid() == 0:
-                    os.kill(int(pid_file.read_text().strip()), signal.SIGKILL)
             with contextlib.suppress(libvirt.libvirtError):
                 self._domain.destroy()
         if self._relay is not None:
