@@ -4,12 +4,13 @@ Each test plays one hostile episode through the public API and asserts what must
 score the agent did not earn: a checker that cannot be made to read root-only bytes, hang, or flood the
 host; a guest that survives a fork bomb; an environment failure during scoring that says so instead of
 scoring 0; a task server the shell can aim at root-only files (the Web tasks' portal) that cannot read
-them. (VMs that die with their owner, a suspended VM, a server grab and the wait/xrandr cases are in
-test_libvirt_vm.py, test_agent_grpc.py and test_env_episode.py.)
+them; 40 stalled calls to the agent from a guest account. (VMs that die with their owner, a suspended VM, a
+server grab and the wait/xrandr cases are in test_libvirt_vm.py, test_agent_grpc.py and test_env_episode.py.)
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
@@ -141,6 +142,56 @@ def test_a_fork_bomb_does_not_take_the_guest_or_the_score(env: WeaveEnv) -> None
     reward, info = _episode(env, bomb, f"echo forty-two > {ANSWER}; sqlite3 {DB} 'UPDATE stock SET qty = 7'",
                             timeout=20)
     assert reward == 1.0, info["evaluation"]  # the checker (root) and the shell's later work still ran
+
+
+# The guest's own python3 (no gRPC there): raw HTTP/2 over the agent's TLS, 40 calls whose request bodies never
+# come, each with a wrong token. It prints how many the agent closed, and how fast.
+STALLED_STREAMS = r"""
+import json, socket, ssl, struct, time
+def frame(kind, flags, stream, payload=b""):
+    return struct.pack(">I", len(payload))[1:] + bytes([kind, flags]) + struct.pack(">I", stream) + payload
+def header(name, value):  # HPACK: a literal without indexing, no Huffman
+    return b"\x00" + bytes([len(name)]) + name + bytes([len(value)]) + value
+context = ssl.create_default_context()
+context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+context.set_alpn_protocols(["h2"])
+tls = context.wrap_socket(socket.create_connection(("127.0.0.1", 760)), server_hostname="weavegym-agent")
+tls.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + frame(4, 0, 0))
+block = b"".join(header(n, v) for n, v in [(b":method", b"POST"), (b":scheme", b"https"),
+    (b":path", b"/weavegym.agent.v1.GuestAgent/Exec"), (b":authority", b"weavegym-agent"),
+    (b"content-type", b"application/grpc"), (b"te", b"trailers"), (b"authorization", b"Bearer wrong-token-0123456789")])
+start = time.monotonic()
+streams = list(range(1, 81, 2))
+tls.sendall(b"".join(frame(1, 4, s, block) for s in streams))  # HEADERS, END_HEADERS, no END_STREAM: no body
+closed, buffer = set(), b""
+tls.settimeout(1.0)
+while len(closed) < len(streams) and time.monotonic() - start < 30:
+    try:
+        buffer += tls.recv(65536)
+    except socket.timeout:
+        continue
+    while len(buffer) >= 9 and len(buffer) >= 9 + int.from_bytes(buffer[:3], "big"):
+        length = int.from_bytes(buffer[:3], "big")
+        kind, flags, stream = buffer[3], buffer[4], int.from_bytes(buffer[5:9], "big") & 0x7FFFFFFF
+        if (kind == 1 and flags & 1) or kind == 3:  # HEADERS with END_STREAM (the trailers), or RST_STREAM
+            closed.add(stream)
+        if kind == 4 and not flags & 1:
+            tls.sendall(frame(4, 1, 0))  # acknowledge the server's SETTINGS
+        buffer = buffer[9 + length:]
+print(json.dumps({"closed": len(closed), "seconds": round(time.monotonic() - start, 2)}))
+"""
+
+
+def test_40_stalled_streams_from_a_guest_account_are_refused_before_their_bodies(env: WeaveEnv) -> None:
+    """Both guest accounts can connect to the agent's port; 40 calls that never send their request, with a
+    wrong token, must be answered at once, so they hold no worker and the host's calls still get through."""
+    env.reset(seed=0)
+    client = env.backend.client
+    attack = client.exec(["python3", "-c", STALLED_STREAMS], user=WORKSPACE_USER, timeout=60)
+    assert attack.exit_code == 0, attack.stderr
+    outcome = json.loads(attack.stdout)
+    assert outcome["closed"] == 40 and outcome["seconds"] < 15, outcome
+    assert client.exec("echo still served", timeout=20).stdout == "still served\n"
 
 
 def test_qemu_killed_during_evaluation_is_an_environment_error_not_a_zero(env: WeaveEnv) -> None:

@@ -9,6 +9,7 @@ task's setup must only use what this host has. Inject it: ``WeaveEnv(task, backe
 from __future__ import annotations
 
 import getpass
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -21,6 +22,7 @@ from weavegym.testing.xvfb import XvfbConfig, XvfbDisplay
 
 class LocalBackend:
     supports_snapshots = False  # the env re-runs the task's setup on every reset
+    shares_snapshots = False
     separate_accounts = False  # one account for both channels: provenance cannot be told apart here
     vnc: Any = None
 
@@ -61,6 +63,12 @@ class LocalBackend:
         raise BackendError("the local backend has no snapshots")
 
     def delete_snapshot(self, name: str) -> None:
+        raise BackendError("the local backend has no snapshots")
+
+    def find_snapshot(self, name: str) -> bytes | None:
+        return None
+
+    def make_snapshot(self, name: str, base: str, setup: Callable[[], bytes]) -> bytes:
         raise BackendError("the local backend has no snapshots")
 
     def grab_frame(self) -> np.ndarray:

@@ -97,7 +97,8 @@ class PreparedStore:
         ``existing`` is set if the state is there already, else whose ``staging`` folder is to be filled and
         then ``publish``-ed. A build that is not published is removed."""
         self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
-        os.chmod(self.root.parent, 0o700)
+        for folder in (self.root, self.root.parent, self.root.parent.parent):  # <cache>/states/<image>/<shape>
+            os.chmod(folder, 0o700)
         lock_path = self.root / f".{name}.lock"
         with open(lock_path, "a+b") as lock:
             _lock_within(lock.fileno(), timeout_s, name)
@@ -107,13 +108,6 @@ class PreparedStore:
             finally:
                 if build.staging.exists():
                     shutil.rmtree(build.staging, ignore_errors=True)
-
-    def remove(self, name: str) -> None:
-        folder = self._folder(name)
-        if folder.exists():
-            trash = folder.with_name(f".{name}.removed-{os.getpid()}")
-            folder.rename(trash)  # gone at once for new restores; VMs that map its RAM keep their mapping
-            shutil.rmtree(trash, ignore_errors=True)
 
 
 class StateBuild:
