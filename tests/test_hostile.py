@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from weavegym.core.errors import EvaluationError
-from weavegym.core.guest_layout import HOME, WORKSPACE_USER
+from weavegym.core.guest_layout import DESKTOP_USER, HOME, WORKSPACE_USER
 from weavegym.envs.setup_context import SetupContext
 from weavegym.envs.task import Channels, OracleContext, Prepared, Task
 from weavegym.envs.tasks.web._portal import PORTAL_USER, RECORDS, RECORDS_DIR, start_server
@@ -192,6 +192,38 @@ def test_40_stalled_streams_from_a_guest_account_are_refused_before_their_bodies
     outcome = json.loads(attack.stdout)
     assert outcome["closed"] == 40 and outcome["seconds"] < 15, outcome
     assert client.exec("echo still served", timeout=20).stdout == "still served\n"
+
+
+# The desktop account freezes X for every other client (XGrabServer, through libX11 with ctypes) for 40 s.
+SERVER_GRAB = ("import ctypes, time; x = ctypes.CDLL('libX11.so.6'); x.XOpenDisplay.restype = ctypes.c_void_p; "
+               "d = ctypes.c_void_p(x.XOpenDisplay(None)); x.XGrabServer(d); x.XSync(d, 0); "
+               "open('/tmp/grabbed', 'w').close(); time.sleep(40)")
+
+
+def test_a_server_grab_by_the_desktop_account_does_not_hang_the_agent(env: WeaveEnv) -> None:
+    """Calls behind the one stuck in X fail with a reason at the lock's deadline, Health still answers (and
+    says the display is not OK), and everything works again once the grab ends."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from weavegym.core.deadline import wait_for
+    from weavegym.core.errors import AgentRequestError
+
+    env.reset(seed=0)
+    client = env.backend.client
+    client.exec(["sh", "-c", f"rm -f /tmp/grabbed; nohup python3 -c \"{SERVER_GRAB}\" >/dev/null 2>&1 &"],
+                user=DESKTOP_USER)
+    wait_for(lambda: client.stat("/tmp/grabbed").exists, 30, what="the grab")
+    with ThreadPoolExecutor(1) as pool:
+        stuck = pool.submit(client.move, 5, 5, timeout=90)  # blocks inside X, holding the agent's X lock
+        wait_for(lambda: not stuck.done() and time.sleep(0.5) is None, 10, what="the first call to block")
+        start = time.monotonic()
+        with pytest.raises(AgentRequestError, match="busy"):
+            client.move(6, 6, timeout=60)
+        assert time.monotonic() - start < 40
+        assert client.health(timeout=20).display_ok is False
+        assert stuck.result(timeout=60) is not None  # it completes once the grab ends
+    assert client.health(timeout=20).display_ok is True
+    client.move(7, 7)
 
 
 def test_qemu_killed_during_evaluation_is_an_environment_error_not_a_zero(env: WeaveEnv) -> None:
