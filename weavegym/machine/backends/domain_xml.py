@@ -84,7 +84,8 @@ def domain_xml(spec: DomainSpec) -> str:
                + "\n  </qemu:commandline>") if args else ""
     vsock = "<vsock model='virtio'><cid auto='yes'/></vsock>" if spec.vsock else ""
     # A VM generation ID that libvirt makes new at every start: VMs restored from one prepared state share
-    # the kernel's random pool, and Linux reseeds it when this ID changes (else clones draw the same bytes).
+    # the kernel's random pool, and Linux reseeds it when this ID changes (else they could draw the same bytes
+    # until its next reseed).
     genid = "<genid/>\n  " if spec.ram_file else ""
     identity = (f"\n    <entry name={q(FW_CFG_IDENTITY)} file={q(spec.identity_file)}/>"
                 if spec.identity_file else "")
