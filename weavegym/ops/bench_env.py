@@ -33,7 +33,8 @@ def _stats(samples: list[float]) -> dict[str, float]:
             "n": len(ordered)}
 
 
-def _timed(fn: Callable[[], object], n: int) -> list[float]:
+def timed_samples(fn: Callable[[], object], n: int) -> list[float]:
+    """Wall seconds of ``n`` calls of ``fn`` (the benches take medians of these)."""
     samples = []
     for _ in range(n):
         start = time.monotonic()
@@ -58,15 +59,15 @@ def run_env_bench(config: EnvBenchConfig, progress: Callable[[str], None] | None
                                      "cold_boot_s": round(env.backend.timings.get("cold_boot_s", 0.0), 1),
                                      "task_setup_s": round(env.backend.timings.get("last_setup_s", 0.0), 1)}
         say("resets (cached task snapshot)")
-        result["reset_cached"] = _stats(_timed(lambda: env.reset(seed=0), config.resets))
+        result["reset_cached"] = _stats(timed_samples(lambda: env.reset(seed=0), config.resets))
         say("GUI action + settled frame")
         toggle = iter(range(10**9))
-        result["gui_step_move"] = _stats(_timed(
+        result["gui_step_move"] = _stats(timed_samples(
             lambda: env.step({"kind": "move", "x": 100 + next(toggle) % 2, "y": 100}), config.iterations))
         say("shell('true')")
-        result["shell_true_step"] = _stats(_timed(lambda: env.step('shell("true")'), config.iterations))
+        result["shell_true_step"] = _stats(timed_samples(lambda: env.step('shell("true")'), config.iterations))
         client = env.backend.client
-        result["agent_exec_true"] = _stats(_timed(lambda: client.exec(["true"], timeout=10), config.iterations))
+        result["agent_exec_true"] = _stats(timed_samples(lambda: client.exec(["true"], timeout=10), config.iterations))
         # Both shells on the same VM in the same run: a new bash that restores and saves the state per command
         # (the default) against the agent's long-lived bash (EnvConfig.persistent_shell).
         user = env.backend.workspace_user
@@ -74,14 +75,15 @@ def run_env_bench(config: EnvBenchConfig, progress: Callable[[str], None] | None
                               ("persistent", ShellSession(client, user=user, persistent=True))):
             say(f"{mode} shell: true, python pass")
             session.shell("true", 30)  # the persistent shell starts on its first command
-            result[f"shell_true_{mode}"] = _stats(_timed(lambda s=session: s.shell("true", 30), config.iterations))
-            result[f"python_pass_{mode}"] = _stats(_timed(lambda s=session: s.python("pass", 30), config.iterations))
+            n = config.iterations
+            result[f"shell_true_{mode}"] = _stats(timed_samples(lambda s=session: s.shell("true", 30), n))
+            result[f"python_pass_{mode}"] = _stats(timed_samples(lambda s=session: s.python("pass", 30), n))
             session.restart()
         result["shell_true_persistent_speedup"] = round(
             result["shell_true_stateless"]["p50_ms"] / max(result["shell_true_persistent"]["p50_ms"], 0.1), 1)
         say("frames")
-        result["frame_qemu_screendump"] = _stats(_timed(env.backend.grab_frame, config.iterations))
-        result["frame_agent_screenshot"] = _stats(_timed(lambda: client.screenshot(), config.iterations))
+        result["frame_qemu_screendump"] = _stats(timed_samples(env.backend.grab_frame, config.iterations))
+        result["frame_agent_screenshot"] = _stats(timed_samples(lambda: client.screenshot(), config.iterations))
         say("checker")
         start = time.monotonic()
         _obs, _r, _t, _tr, info = env.step("done()")

@@ -25,6 +25,7 @@ from typing import Any
 from weavegym.core.paths import default_cache_dir
 from weavegym.envs.tasks import get_task
 from weavegym.envs.weave_env import WeaveEnv
+from weavegym.ops.bench_env import timed_samples
 from weavegym.ops.bench_scale import memory_mib, qemu_pids
 from weavegym.vm_images.builder import require_image
 from weavegym.vm_images.recipe import ImageRecipe
@@ -68,27 +69,15 @@ def run_prepared_bench(config: PreparedBenchConfig, progress: Callable[[str], No
         result["first_reset_cold_s"] = round(time.monotonic() - start, 1)
         assert first.backend is not None
         result["cold_boot_s"] = round(first.backend.timings.get("cold_boot_s", 0.0), 1)
-        built = []
-        for variant in range(1, config.variants):
-            say(f"preparing variant {variant}/{config.variants - 1}")
-            start = time.monotonic()
-            first.reset(options={"task_seed": variant})
-            built.append(time.monotonic() - start)
-        result["prepare_variant"] = _p50(built) if built else {}
+        say(f"preparing variants 1..{config.variants - 1}")
+        variants = iter(range(1, config.variants))
+        result["prepare_variant"] = _p50(timed_samples(
+            lambda: first.reset(options={"task_seed": next(variants)}), config.variants - 1))
         say("resets with a new seed from the pool")
-        samples = []
-        for _ in range(config.resets):
-            start = time.monotonic()
-            first.reset(seed=rng.randrange(1 << 30))
-            samples.append(time.monotonic() - start)
-        result["reset_new_seed_from_pool"] = _p50(samples)
+        result["reset_new_seed_from_pool"] = _p50(timed_samples(
+            lambda: first.reset(seed=rng.randrange(1 << 30)), config.resets))
         say("resets with the same seed")
-        samples = []
-        for _ in range(config.resets):
-            start = time.monotonic()
-            first.reset(options={"task_seed": 0})
-            samples.append(time.monotonic() - start)
-        result["reset_same_seed"] = _p50(samples)
+        result["reset_same_seed"] = _p50(timed_samples(lambda: first.reset(options={"task_seed": 0}), config.resets))
         first.close()
         say("new envs' first resets")
         samples = []
