@@ -59,6 +59,30 @@ def test_the_persistent_shell_keeps_its_state_and_outlives_a_timeout_as_the_work
         session.restart()
 
 
+def test_python_in_the_persistent_shell_runs_warm_as_the_workspace_in_its_cage(vm: LibvirtVM) -> None:
+    """The warm interpreter's children are the workspace account in the episode's cgroup, like the shell, and a
+    python call killed at its deadline takes what it started while the shell and the interpreter carry on."""
+    assert vm.client is not None
+    session = ShellSession(vm.client, persistent=True)
+    try:
+        shell_pid, shell_cgroup = session.shell("cd /tmp; wg_kept=1; echo $$; cat /proc/$$/cgroup", 30).text.split()
+        probe = "import os; print(os.getppid(), open('/proc/self/cgroup').read().strip(), os.getuid(), os.getcwd())"
+        warm, cgroup, uid, cwd = session.python(probe, 60).text.split()
+        assert warm != shell_pid, "python must run in a child of the warm interpreter"
+        assert (cgroup, cwd) == (shell_cgroup, "/tmp") and "episode" in cgroup, cgroup
+        assert uid == vm.client.exec("id -u workspace").stdout.strip()
+        killed = session.python("import subprocess, time; p = subprocess.Popen(['sleep', '77']); "
+                                "open('/tmp/wg-py-job', 'w').write(str(p.pid)); time.sleep(120)", 3)
+        assert killed.timed_out and killed.exit_code == 124
+        job = vm.client.exec("cat /tmp/wg-py-job").stdout.strip()
+        gone = vm.client.exec(f"ps -o stat= -p {job} | grep -qv Z && echo alive || echo gone").stdout.strip()
+        assert gone == "gone", "what the killed python call started must die with it"
+        assert session.shell("echo $$ $wg_kept", 30).text == f"{shell_pid} 1\n"
+        assert session.python(probe, 60).text.split()[0] == warm
+    finally:
+        session.restart()
+
+
 def _rule_context(vm: LibvirtVM, started: float) -> RuleContext:
     assert vm.client is not None
     return RuleContext(probe=Probe(vm.client), trajectory=Trajectory("Weave-Test-1", 0, "", started_wall=started),

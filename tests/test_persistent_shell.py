@@ -166,3 +166,94 @@ def test_a_killed_agents_shell_ends_with_it_and_the_next_agent_starts_fresh(xvfb
     with LocalAgent(LocalAgentConfig(display=xvfb.display)) as second, second.client() as c:
         c.wait_ready(20)
         assert c.shell("echo ${x:-fresh}", timeout=10).stdout == "fresh\n"
+
+
+# Programs whose output and exit code a warm interpreter's child must share with a fresh `python3 -`.
+SAME_AS_PYTHON3 = [
+    "print('plain')",
+    "raise ValueError('boom')",
+    "def broken(:",
+    "try:\n    1 / 0\nexcept Exception:\n    raise KeyError('chained')",
+    "raise SystemExit('bye')",
+    "import sys; sys.exit(3)",
+    "raise KeyboardInterrupt",
+    "print(input())",
+    "import atexit; atexit.register(print, 'at exit')",
+    "import threading, time; threading.Thread(target=lambda: (time.sleep(0.2), print('joined'))).start()",
+    "import sys, __main__; print(sys.argv, repr(sys.path[0]), __name__, __file__, __main__.__spec__, "
+    "__main__.__loader__, sorted(globals()))",
+    "import os; print(os.getcwd(), oct(os.umask(0)), os.environ.get('WG_EXPORTED'), os.environ.get('plain'))",
+    "import sys; print([m for m in ('threading', 'random', 'json') if m in sys.modules])",
+]
+
+
+def _warm_pid(sh: GuestClient) -> int:
+    """The parent of a python call's process: the warm interpreter, unless the shell ran python3 itself."""
+    return int(sh.shell("import os; print(os.getppid())", python=True, timeout=10).stdout)
+
+
+def test_python_runs_in_a_warm_interpreter_exactly_as_a_fresh_python3(sh: GuestClient, tmp_path: Path) -> None:
+    shell = int(sh.shell(f"cd {tmp_path}; umask 027; export WG_EXPORTED=one; plain=two; echo $$", timeout=10).stdout)
+    warm = _warm_pid(sh)
+    assert warm != shell, "the code must run in a child of the warm interpreter, not in a python3 the shell started"
+    for code in SAME_AS_PYTHON3:
+        fresh = sh.shell(f"python3 - <<'WG_END'\n{code}\nWG_END", timeout=20)
+        forked = sh.shell(code, python=True, timeout=20)
+        assert (forked.exit_code, forked.stdout) == (fresh.exit_code, fresh.stdout), code
+    assert _warm_pid(sh) == warm, "one interpreter serves every call"
+    assert "/tmp" not in sh.shell("print(1)", python=True, timeout=10).stdout
+
+
+def test_python_falls_back_to_a_real_python3_where_a_fork_would_differ(sh: GuestClient, tmp_path: Path) -> None:
+    shell = int(sh.shell("echo $$", timeout=10).stdout)
+    assert _warm_pid(sh) != shell
+    # Read by the interpreter at start-up: this call runs in a python3 of the shell's, the next in a warm
+    # interpreter restarted with the new environment.
+    sh.shell(f"export PYTHONPATH={tmp_path}/lib", timeout=10)
+    code = f"import os, sys; print(os.getppid(), {str(tmp_path / 'lib')!r} in sys.path)"
+    assert sh.shell(code, python=True, timeout=10).stdout == f"{shell} True\n"
+    restarted = sh.shell(code, python=True, timeout=10).stdout.split()
+    assert restarted[1] == "True" and int(restarted[0]) != shell
+    sh.shell("unset PYTHONPATH", timeout=10)
+    # A site directory that changed since the interpreter started (a new .pth, pip install --user).
+    site = sh.shell("import site; print(site.getusersitepackages())", python=True, timeout=10).stdout.strip()
+    (tmp_path / "pth").mkdir()  # a .pth line names a folder that must exist
+    sh.shell(f"mkdir -p {shlex.quote(site)} && echo {tmp_path}/pth > {shlex.quote(site)}/wg-test.pth", timeout=10)
+    try:
+        seen = sh.shell(f"import sys; print({str(tmp_path / 'pth')!r} in sys.path)", python=True, timeout=10)
+        assert seen.stdout == "True\n"
+    finally:
+        Path(site, "wg-test.pth").unlink()
+    # A shell function named python3 runs, as it would have; `ulimit` reaches the code.
+    assert sh.shell("python3() { echo the function; }", timeout=10).exit_code == 0
+    assert sh.shell("print('no')", python=True, timeout=10).stdout == "the function\n"
+    sh.shell("unset -f python3; ulimit -n 77", timeout=10)
+    limits = sh.shell("import os, resource; print(resource.getrlimit(resource.RLIMIT_NOFILE)[0], os.getppid())",
+                      python=True, timeout=10)
+    assert limits.stdout == f"77 {shell}\n"
+
+
+def test_python_killed_at_its_deadline_takes_what_it_started_and_keeps_the_shell(
+        sh: GuestClient, tmp_path: Path) -> None:
+    shell = int(sh.shell(f"cd {tmp_path}; kept=yes; echo $$", timeout=10).stdout)
+    warm = _warm_pid(sh)
+    start = time.monotonic()
+    killed = sh.shell(f"import subprocess, time; p = subprocess.Popen(['sleep', '300']); "
+                      f"open({str(tmp_path / 'job.pid')!r}, 'w').write(str(p.pid)); print('started', flush=True); "
+                      "time.sleep(300)", python=True, timeout=2)
+    assert killed.timed_out and killed.exit_code == 124 and time.monotonic() - start < 10
+    assert killed.stdout == "started\n" and not killed.restarted
+    job = _pid(tmp_path / "job.pid")
+    wait_for(lambda: not _alive(job), 10, what="the process the python call started to die with it")
+    after = sh.shell("echo $$ $kept $PWD", timeout=10).stdout
+    assert after == f"{shell} yes {tmp_path}\n", "a python call's timeout must not touch the shell"
+    assert _warm_pid(sh) == warm
+
+
+def test_a_killed_warm_interpreter_costs_one_call_and_is_replaced(sh: GuestClient) -> None:
+    warm = _warm_pid(sh)
+    lost = sh.shell("import os, time; os.kill(os.getppid(), 9); time.sleep(30)", python=True, timeout=20)
+    assert lost.exit_code == 255 and "the python process was lost" in lost.stdout and not lost.timed_out
+    assert not _alive(warm)
+    assert _warm_pid(sh) not in (warm, int(sh.shell("echo $$", timeout=10).stdout))
+    assert sh.shell("print(6 * 7)", python=True, timeout=10).stdout == "42\n"

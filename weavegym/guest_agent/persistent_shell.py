@@ -17,6 +17,14 @@ NUL byte: no command can contain NUL), 9 carries status lines (``ready <pid of t
 is the shell); using them (a job that reads 8 steals later commands) only breaks its own episode's
 terminal, whose commands then time out; the env and the agent carry on. Output that background jobs
 write after their command returned is reported with the next command, as a terminal would show it.
+
+``python`` calls do not start a ``python3`` (about 155 ms under TCG before the first line runs): the shell
+reports its directory and exported variables on 9 and waits on 8, while the agent has a warm interpreter
+started with the shell (python_zygote.py) fork a child that runs the code with that state, and then tells the
+shell the exit code. A python call cannot change the shell's state, so at its deadline only the child's
+process group is killed; the shell is not. Where a fork would not behave as a fresh ``python3`` (a
+``python3`` function, changed resource limits, or the cases zygote_program.py lists), the shell runs a real
+``python3 -`` with the code, as it did before the warm interpreter existed.
 """
 
 from __future__ import annotations
@@ -25,19 +33,21 @@ import contextlib
 import os
 import select
 import signal
+import string
 import subprocess
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from weavegym.guest_agent import procfs
 from weavegym.guest_agent.errors import FailedPrecondition, InvalidArgument
 from weavegym.guest_agent.execution import ExecDefaults, build_spec, check_output_cap, check_timeout
+from weavegym.guest_agent.python_zygote import PROGRAM, PythonZygote, ZygoteResult, read_umask, write_all
 
 READ_CHUNK = 64 * 1024
 PENDING_CAP = 1 << 20  # output of background jobs kept for the next command
 READY_TIMEOUT_S = 30.0  # a new shell (or a resumed copy) says it is ready within this, or it is replaced
+REPLY_GRACE_S = 5.0  # told how its python call ended, the shell says `done` within this
 
 # The shell's program. It runs at top level (never inside a function), so `declare` and `local`-less
 # assignments in commands are global, as at a prompt. umask 002: files the shell makes are group-writable,
@@ -45,7 +55,10 @@ READY_TIMEOUT_S = 30.0  # a new shell (or a resumed copy) says it is ready withi
 # subshell does not inherit the EXIT trap, so the loop sets it again. The pipes arrive on whatever numbers
 # the agent's pipes had (8 or 9 among them), so they move to 8 and 9 through spare numbers. When the
 # serving shell dies, its stopped copy's process group is orphaned, and the kernel sends it SIGHUP (ignored
-# here) and SIGCONT: the copy may start serving before the agent hands over to it.
+# here) and SIGCONT: the copy may start serving before the agent hands over to it. __wg_py reports the shell's
+# state for a python call: "py", then NUL-terminated fields (a flag, "f" when python3 is a function, $PWD, the
+# exported NAME=value pairs) and an empty field; then it reads "r<exit code>" (the code ran) or "x<code>" (run
+# it here).
 LOOP = r"""
 exec {__wg_r}<&"$1" {__wg_w}>&"$2" </dev/null
 eval "exec $1<&- $2>&-"
@@ -55,6 +68,21 @@ unset __wg_r __wg_w
 umask 002
 shopt -s expand_aliases
 cd ~ 2>/dev/null
+__wg_py() {
+  local __wg_v __wg_f=- __wg_e=()
+  declare -F python3 >/dev/null && __wg_f=f
+  for __wg_v in @ALL_VARS@; do
+    [[ ${!__wg_v@a} == *x* && ${!__wg_v@a} != *[aA]* ]] && __wg_e+=("$__wg_v=${!__wg_v}")
+  done
+  printf 'py\n' >&9
+  printf '%s\0' "$__wg_f" "${PWD:-.}" "${__wg_e[@]}" >&9
+  printf '\0' >&9
+  IFS= read -r -d "" -u 8 __wg_v || exit 0
+  case $__wg_v in
+    r*) return "${__wg_v:1}" ;;
+    *) python3 - <<<"${__wg_v:1}" ;;
+  esac
+}
 __wg_serve='
 trap "printf \"exit %d\\n\" \$? >&9" EXIT
 while :; do
@@ -67,7 +95,7 @@ while :; do
   IFS= read -r -d "" -u 8 __wg_req || exit 0
   case ${__wg_req:0:1} in
     s) eval "${__wg_req:1}" ;;
-    p) python3 - <<<"${__wg_req:1}" ;;
+    p) __wg_py ;;
   esac
   __wg_rc=$?
   kill -KILL "$__wg_copy" 2>/dev/null
@@ -75,6 +103,9 @@ while :; do
 done'
 eval "$__wg_serve"
 """
+# Every variable name, without a `$(compgen -v)` subshell: "${!a@}" lists the names that start with "a".
+LOOP = LOOP.replace("@ALL_VARS@", " ".join(f'"${{!{c}@}}"' for c in string.ascii_letters + "_"))
+LOST_NOTE = b"\n[weavegym: the python process was lost (its interpreter was killed); the shell is still usable]"
 ENDED_NOTE = b"\n[weavegym: the shell ended (exec or a signal); the next command starts from the state before this one]"
 
 
@@ -106,8 +137,11 @@ class ShellResult:
 class PersistentShell:
     """One bash that serves ``run`` calls one at a time (a lock serialises them) until ``close``."""
 
-    def __init__(self, argv: list[str], env: dict[str, str], cwd: str) -> None:
+    def __init__(self, argv: list[str], env: dict[str, str], cwd: str, python_argv: list[str] | None = None) -> None:
         self._argv, self._env, self._cwd = argv, env, cwd
+        self._python_argv = python_argv  # the warm interpreter's command (python_zygote.py); None: python3 per call
+        self._zygote: PythonZygote | None = None
+        self._py_report = b""  # what the shell said of itself for the python call under way
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[bytes] | None = None  # the first shell: the agent's child, the session leader
         self._shell = 0  # pid (and process group) of the serving bash
@@ -131,12 +165,19 @@ class PersistentShell:
                 [*self._argv, "-c", LOOP, "weavegym-shell", str(req_r), str(st_w)],
                 cwd=self._cwd, env=self._env, stdin=subprocess.DEVNULL, stdout=out_w, stderr=out_w,
                 pass_fds=(req_r, st_w), start_new_session=True)
+        except BaseException:
+            os.close(out_w)
+            raise
         finally:
-            for fd in (req_r, st_w, out_w):
+            for fd in (req_r, st_w):
                 os.close(fd)
         os.set_blocking(out_r, False)
-        self._fds = {"req": req_w, "status": st_r, "out": out_r}
+        # out_w stays open here too: a restarted warm interpreter writes to the same pipe.
+        self._fds = {"req": req_w, "status": st_r, "out": out_r, "out_w": out_w}
         self._status, self._pending = b"", _Output(PENDING_CAP)
+        if self._python_argv is not None:  # it gets ready while the first command runs
+            self._zygote = PythonZygote(self._python_argv, self._env, self._cwd, out_w, out_r)
+            self._zygote.start()
         if not self._hand_to(self._proc.pid):
             self._kill_all()
             raise ShellUnavailable("the shell did not get ready")
@@ -154,6 +195,9 @@ class PersistentShell:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self._proc.wait(timeout=5)
             self._proc = None
+        if self._zygote is not None:
+            self._zygote.close()
+            self._zygote = None
         self._shell = self._copy = 0
         for fd in (*self._fds.values(), self._shell_fd):
             with contextlib.suppress(OSError):
@@ -168,7 +212,8 @@ class PersistentShell:
             raise InvalidArgument(f"unknown shell request kind {kind!r}")
         if "\x00" in payload:
             raise InvalidArgument("the command contains a NUL byte, which no shell can receive")
-        request = (kind[0] + payload).encode("utf-8") + b"\0"
+        # Python code stays here: the shell reports its state, and the warm interpreter runs the code.
+        request = b"p\0" if kind == "python" else (kind[0] + payload).encode("utf-8") + b"\0"
         with self._lock:
             start = time.monotonic()
             restarted = False
@@ -180,7 +225,7 @@ class PersistentShell:
                 restarted = True
             self._adopt_announced()  # no stray may read this request
             successor = self._copy  # the state from before this command, should the command end the shell
-            _write_all(self._fds["req"], request)
+            write_all(self._fds["req"], request)
             output = _Output(max_output_bytes)
             output.add(bytes(self._pending.data))
             self._pending = _Output(PENDING_CAP)
@@ -198,6 +243,17 @@ class PersistentShell:
                     break
                 elif word == b"exit":  # `exit`, or a fatal shell error
                     exit_code = int(value)
+                elif word == b"py":  # the shell waits in __wg_py for how the code ran
+                    result = self._python_call(payload, deadline, output)
+                    if result.exit_code is None:  # it runs a python3 of its own
+                        write_all(self._fds["req"], b"x" + payload.encode("utf-8") + b"\0")
+                    else:
+                        timed_out = result.timed_out
+                        if result.reason == "lost":
+                            output.add(LOST_NOTE)
+                        write_all(self._fds["req"], b"r%d\0" % result.exit_code)
+                        deadline = max(deadline, time.monotonic() + REPLY_GRACE_S)
+                    continue
                 elif word == b"gone":  # `exec`, or a signal
                     exit_code = 255
                     output.add(ENDED_NOTE)
@@ -211,6 +267,20 @@ class PersistentShell:
             return ShellResult(output=bytes(output.data), exit_code=exit_code, timed_out=timed_out,
                                truncated=output.total > max_output_bytes, output_bytes=output.total,
                                duration_s=time.monotonic() - start, restarted=restarted)
+
+    def _python_call(self, code: str, deadline: float, output: _Output) -> ZygoteResult:
+        """Run ``code`` in the warm interpreter with the state the shell reported; None exit code: it did not."""
+        flag, cwd, *env = self._py_report.split(b"\0")
+        if flag != b"-" or self._zygote is None:  # `python3` is a shell function: the shell must run it
+            return ZygoteResult(None, reason="function" if flag != b"-" else "no zygote")
+        if cwd == b".":  # PWD unset: the shell's real directory
+            with contextlib.suppress(OSError):
+                cwd = os.fsencode(os.readlink(f"/proc/{self._shell}/cwd"))
+        umask = read_umask(self._shell)
+        if umask is None:
+            return ZygoteResult(None, reason="no umask")
+        return self._zygote.call(cwd, umask, code, env, shell_pid=self._shell, deadline=deadline,
+                                 drain=lambda: self._drain(output))
 
     def _hand_to(self, pid: int) -> bool:
         """Make ``pid`` (the first shell, or the checkpoint of one that died) the serving shell: resume it and
@@ -261,7 +331,15 @@ class PersistentShell:
         once ``deadline`` passes; with ``ready``, also ``b"ready"`` once it announces its checkpoint. Output read
         meanwhile goes to ``output``. A ``ready`` from any other shell is kept in ``_others`` for ``_hand_to``."""
         while True:
-            while b"\n" in self._status:
+            while True:
+                if self._status.startswith(b"py\n"):  # NUL-separated fields up to an empty one
+                    end = self._status.find(b"\0\0", 3)
+                    if end < 0:
+                        break  # the rest is on its way
+                    self._py_report, self._status = self._status[3:end], self._status[end + 2:]
+                    return b"py"
+                if b"\n" not in self._status:
+                    break
                 line, _, self._status = self._status.partition(b"\n")
                 word, _, value = line.partition(b" ")
                 if word != b"ready":
@@ -303,12 +381,6 @@ class ShellUnavailable(RuntimeError):
     """A shell did not start (or a resumed checkpoint did not get ready) in time."""
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
-
-
 def _killpg(pgid: int, sig: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
@@ -323,25 +395,12 @@ def _kill_command(shell: int, copy: int) -> None:
         os.kill(shell, signal.SIGKILL)
     table = dict(procfs.processes())
     after = (int(table[copy][19]), copy) if copy in table else (0, 0)
-    _kill_until_none(lambda pid, fields: int(fields[2]) == shell and (int(fields[19]), pid) > after)
+    procfs.kill_matching(lambda pid, fields: int(fields[2]) == shell and (int(fields[19]), pid) > after)
 
 
 def _kill_session(sid: int) -> None:
     """Kill every process of session ``sid``."""
-    _kill_until_none(lambda _pid, fields: int(fields[3]) == sid)
-
-
-def _kill_until_none(matches: Callable[[int, list[bytes]], bool], deadline_s: float = 5.0) -> None:
-    """SIGKILL the live processes that match until none is left (new ones may fork while we look)."""
-    end = time.monotonic() + deadline_s
-    while time.monotonic() < end:
-        members = [pid for pid, fields in procfs.processes() if procfs.is_live(fields) and matches(pid, fields)]
-        if not members:
-            return
-        for pid in members:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
-        time.sleep(0.005)  # SIGKILL is asynchronous: look again shortly
+    procfs.kill_matching(lambda _pid, fields: int(fields[3]) == sid)
 
 
 def _state(pid: int) -> bytes | None:
@@ -378,7 +437,10 @@ class ShellRegistry:
                 spec = build_spec([self._defaults.shell, "--noprofile", "--norc"], cwd="", env={}, user=user,
                                   stdin=b"", timeout_s=timeout, max_output_bytes=cap, merge_stderr=True,
                                   defaults=self._defaults)
-                shell = self._shells[user] = PersistentShell(spec.argv, spec.env, spec.cwd)
+                python = build_spec([self._defaults.python, "-c", PROGRAM], cwd="", env={}, user=user, stdin=b"",
+                                    timeout_s=timeout, max_output_bytes=cap, merge_stderr=True,
+                                    defaults=self._defaults)
+                shell = self._shells[user] = PersistentShell(spec.argv, spec.env, spec.cwd, python.argv)
         try:
             return shell.run(kind, source, timeout, cap)
         except ShellUnavailable as exc:
