@@ -308,11 +308,12 @@ def test_close_twice_and_reset_after_close() -> None:
         env.step("done()")
 
 
-def test_the_persistent_shell_plays_the_same_episode() -> None:
-    """EnvConfig(persistent_shell=True): the same terminal semantics and the same score, on a VM of its own."""
+def test_the_stateless_shell_plays_the_same_episode() -> None:
+    """EnvConfig(persistent_shell=False), a bash per command: the same terminal semantics and the same score, on a
+    VM of its own."""
     from weavegym.ops.validation import run_policy
 
-    env = WeaveEnv(TASK_ID, persistent_shell=True)
+    env = WeaveEnv(TASK_ID, persistent_shell=False)
     try:
         env.reset(seed=0)
         obs, *_ = env.step('shell("cd /tmp && export WEAVE_X=42 && whoami")')

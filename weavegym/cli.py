@@ -414,7 +414,8 @@ def bench_env(
     task_id: str = typer.Option("Weave-Productivity-1", "--task", help="Task whose env to time."),
     iterations: int = typer.Option(20, min=3, help="Timed calls per step kind."),
     resets: int = typer.Option(10, min=3, help="Timed resets to the cached task snapshot."),
-    persistent_shell: bool = typer.Option(False, help="The env's shell steps in the agent's long-lived bash."),
+    persistent_shell: bool = typer.Option(True, help="The env's shell steps in the agent's long-lived bash "
+                                          "(the env's default) or, with --no-persistent-shell, a bash per step."),
 ) -> None:
     """Through the Gymnasium env: cached reset, GUI step, shell step, frame grabs, checker; prints JSON."""
     from weavegym.ops.bench_env import EnvBenchConfig, run_env_bench

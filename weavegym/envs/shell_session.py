@@ -1,17 +1,18 @@
 """The episode's terminal: `shell` actions behave like one persistent bash; `python` runs a fresh interpreter.
 
-Each command runs in a new ``bash`` as the guest's workspace account, which
-has no access to the X display (the GUI is the other channel), and first
-restores the previous command's state: working directory, shell and exported
-variables, functions and aliases. It saves that state again when it exits (an
-``exit`` in the command included). So ``cd`` and ``export`` persist exactly as
-in a terminal, while a command that outlives its deadline is killed with its
-whole process group and simply leaves the state of the command before it: the
-"shell" stays usable, with no wedged process to recover.
+Two ways to get there. ``persistent`` (the env's default, EnvConfig.persistent_shell) hands every command to
+the guest agent's long-lived bash for the account (guest_agent/persistent_shell.py) and Python code to a fork
+of a warm interpreter beside it. Otherwise each command runs in a new ``bash`` as the guest's workspace
+account, which has no access to the X display (the GUI is the other channel), and first restores the
+previous command's state: working directory, shell and exported variables, functions and aliases. It saves
+that state again when it exits (an ``exit`` in the command included). So ``cd`` and ``export`` persist
+exactly as in a terminal, while a command that outlives its deadline is killed with its whole process group
+and simply leaves the state of the command before it: the "shell" stays usable, with no wedged process to
+recover.
 
-The state lives under ``/tmp`` in the guest, so a snapshot reset wipes it along
-with everything else: every episode starts with a fresh shell in ``$HOME``.
-Commands and programs travel on stdin, so neither is limited by ``ARG_MAX``.
+The state lives under ``/tmp`` in the guest, so a snapshot reset wipes it along with everything else: every
+episode starts with a fresh shell in ``$HOME``. Commands and programs travel on stdin, so neither is limited
+by ``ARG_MAX``.
 """
 
 from __future__ import annotations

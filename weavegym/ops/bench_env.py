@@ -23,7 +23,7 @@ class EnvBenchConfig:
     task_id: str = "Weave-Productivity-1"
     iterations: int = 20
     resets: int = 10
-    persistent_shell: bool = False  # the env's own shell steps (shell_true_step) in the agent's long-lived bash
+    persistent_shell: bool = True  # the env's own shell steps (shell_true_step) in the agent's long-lived bash
 
 
 def _stats(samples: list[float]) -> dict[str, float]:
@@ -69,7 +69,7 @@ def run_env_bench(config: EnvBenchConfig, progress: Callable[[str], None] | None
         client = env.backend.client
         result["agent_exec_true"] = _stats(timed_samples(lambda: client.exec(["true"], timeout=10), config.iterations))
         # Both shells on the same VM in the same run: a new bash that restores and saves the state per command
-        # (the default) against the agent's long-lived bash (EnvConfig.persistent_shell).
+        # (persistent_shell=False) against the agent's long-lived bash (the env's default).
         user = env.backend.workspace_user
         for mode, session in (("stateless", ShellSession(client, user=user)),
                               ("persistent", ShellSession(client, user=user, persistent=True))):
