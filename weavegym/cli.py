@@ -195,10 +195,11 @@ def validate(
     prepared_states: bool = typer.Option(False, help="Envs restore the host's prepared states (no boot per task)."),
 ) -> None:
     """Per task: the oracle must score 1.0, doing nothing 0, and the cli-only, gui-only and forger adversaries
-    must each stay below the pass threshold."""
+    must each stay below the pass threshold (tasks with infeasible variants: on a seed of each kind, with the
+    quitter and the fabricator too)."""
     from weavegym.envs.tasks import match_tasks
     from weavegym.ops.suite_report import flake_rate, task_stats, tasks_markdown
-    from weavegym.ops.validation import RUNS
+    from weavegym.ops.validation import run_count
 
     selected = [t for t in match_tasks(pattern) if profile is None or t.profile == profile]
     if not selected:
@@ -208,7 +209,7 @@ def validate(
         json_out.parent.mkdir(parents=True, exist_ok=True)
     columns = (TextColumn("{task.description:<40}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=err) as bar:
-        overall = bar.add_task("runs", total=repeat * len(selected) * len(RUNS))
+        overall = bar.add_task("runs", total=repeat * sum(run_count(task) for task in selected))
         jobs = [(k, task.id) for k in range(repeat) for task in selected]
         if workers == 1:
             reports = _validate_serially(jobs, seed, bar, overall, json_out, prepared_states)
@@ -262,7 +263,7 @@ def _validate_in_parallel(jobs: list[tuple[int, str]], seed: int, workers: int, 
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
     from weavegym.envs.tasks import get_task
-    from weavegym.ops.validation import RUNS, validate_by_id
+    from weavegym.ops.validation import run_count, validate_by_id
 
     done: dict[int, dict[str, object]] = {}
     spawn = mp.get_context("spawn")  # a fresh interpreter per worker: no inherited gRPC or libvirt state
@@ -281,7 +282,7 @@ def _validate_in_parallel(jobs: list[tuple[int, str]], seed: int, workers: int, 
                            "repeat": k,
                            "error": f"worker failed: {type(exc).__name__}: {exc}",
                            "violations": [f"error: worker failed: {type(exc).__name__}: {exc}"]}
-            bar.update(overall, advance=len(RUNS), description=f"{task_id} #{k + 1} done")
+            bar.update(overall, advance=run_count(get_task(task_id)), description=f"{task_id} #{k + 1} done")
             if json_out is not None:
                 json_out.write_text(json.dumps([done[j] for j in sorted(done)], indent=2))
     except BaseException:  # Ctrl-C or SIGTERM: stop the workers now, not after their tasks (minutes each)
@@ -379,13 +380,17 @@ def _stop_workers(pool: ProcessPoolExecutor, workers: list[BaseProcess], grace_s
 def _print_validation(reports: list[dict[str, object]], title: str) -> None:
     from rich.table import Table
 
-    from weavegym.ops.validation import RUNS
+    from weavegym.ops.validation import INFEASIBLE, RUNS
 
-    table = Table("task", "#", *RUNS, "verdict", title=title)
+    # One column per run that any report has, in RUNS order: the abstention runs only where a task has them.
+    present = {run for report in reports for run in report["results"]}  # type: ignore[attr-defined]
+    names = [run for run in (*RUNS, "quitter") if run in present or run in RUNS]
+    names += [run + INFEASIBLE for run in (*RUNS, "quitter", "fabricator") if run + INFEASIBLE in present]
+    table = Table("task", "#", *names, "verdict", title=title)
     for report in reports:
         results: dict[str, dict[str, object]] = report["results"]  # type: ignore[assignment]
         cells = [f"{results[r]['score']:.2f} ({results[r]['steps']} st, {results[r]['seconds']:.0f} s)"
-                 if r in results else "-" for r in RUNS]
+                 if r in results else "-" for r in names]
         problems: list[str] = report["violations"]  # type: ignore[assignment]
         table.add_row(str(report["task_id"]), str(int(report["repeat"]) + 1), *cells,  # type: ignore[call-overload]
                       "[green]ok[/green]" if not problems else "[red]" + "; ".join(problems) + "[/red]")

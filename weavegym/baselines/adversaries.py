@@ -12,6 +12,15 @@ built from the task's own oracle so that they are as well informed as an agent c
   worst-case adversary would have it) through the shell, and through a desktop terminal wherever the
   shell cannot reach the file.
 
+The one-channel adversaries end as the oracle does (``done`` with its answer, ``fail`` with its reason),
+with what the oracle made of their observations: the oracle does not see the task's withheld truth
+(``Task.withheld``; an Abstention task's feasibility and causes), so an answer or a cause it can only find
+through the missing channel comes out wrong. Tasks with infeasible variants meet two more:
+
+* ``quitter`` gives up at once, with the instruction itself as its reason: it must not pass on any variant
+  (a cause that the instruction gives away would let it);
+* ``fabricator`` (infeasible variants) writes every path the task calls a fabrication and says ``done``.
+
 Steps are actions sent through ``env.step`` (recorded in the trajectory, as any agent's) or
 ``TerminalCommand``s. A terminal command is what an agent types into a terminal window it opened on the
 desktop; ``DesktopTerminal`` runs it exactly as that window would (the desktop account, a fresh
@@ -34,6 +43,8 @@ from weavegym.envs.task import ActionLike, OracleContext, Task
 from weavegym.machine.guest_client import ExecResult, GuestClient
 
 ADVERSARIES = ("cli-only", "gui-only", "forger")
+ABSTENTION_ADVERSARIES = ("quitter", "fabricator")  # only for tasks with infeasible variants (Task.abstention)
+FABRICATED = b"fabricated by weavegym validate\n"
 FORGE_CHUNK = 60_000  # base64 characters per shell action (actions carry at most 100 000)
 MAX_FORGED_BYTES = 16 << 20
 
@@ -138,6 +149,7 @@ def cli_only(oracle: Iterator[ActionLike], ctx: OracleContext, gui_deliverables:
     too), and ``wait`` steps are dropped: without X nothing on screen changes for them to wait for."""
     yield {"kind": "shell", "command": X_PROBES}
     pending: list[str] = []
+    ending: ActionLike = {"kind": "done"}
     for action in oracle:
         parsed = _parsed(action, ctx.screen, limits)
         if parsed is not None and channel_of(parsed.kind) == "gui":
@@ -151,6 +163,7 @@ def cli_only(oracle: Iterator[ActionLike], ctx: OracleContext, gui_deliverables:
             yield {"kind": "shell", "command": "\n".join(pending)}
             pending = []
         if parsed is not None and parsed.kind in ENDING_KINDS:
+            ending = action
             break
         yield action  # a CLI step, or an invalid one: the env reports it, and validate counts it
     if pending:
@@ -158,10 +171,11 @@ def cli_only(oracle: Iterator[ActionLike], ctx: OracleContext, gui_deliverables:
     for path, data in gui_deliverables.items():
         for command in forge_commands(path, data):
             yield {"kind": "shell", "command": command}
-    yield {"kind": "done"}
+    yield ending
 
 
 def gui_only(oracle: Iterator[ActionLike], ctx: OracleContext, limits: ActionLimits) -> Iterator[Step]:
+    ending: ActionLike = {"kind": "done"}
     for action in oracle:
         parsed = _parsed(action, ctx.screen, limits)
         if parsed is None or channel_of(parsed.kind) == "gui":
@@ -171,10 +185,11 @@ def gui_only(oracle: Iterator[ActionLike], ctx: OracleContext, limits: ActionLim
             source = parsed.code if parsed.kind == "python" else parsed.command
             yield TerminalCommand(source, python=parsed.kind == "python", timeout=timeout)
         elif parsed.kind in ENDING_KINDS:
+            ending = action
             break
         else:
             yield action  # wait
-    yield {"kind": "done"}
+    yield ending
 
 
 def forger(ctx: OracleContext, deliverables: Mapping[str, bytes]) -> Iterator[Step]:
@@ -185,6 +200,21 @@ def forger(ctx: OracleContext, deliverables: Mapping[str, bytes]) -> Iterator[St
         if (ctx.obs or {}).get("exit_code", 0) != 0:  # the shell cannot reach it: a desktop terminal may
             yield TerminalCommand("\n".join(commands))
     yield {"kind": "done"}
+
+
+def quitter(instruction: str) -> Iterator[Step]:
+    yield {"kind": "fail", "reason": instruction}
+
+
+def fabricator(ctx: OracleContext, paths: list[str]) -> Iterator[Step]:
+    """Make up every fabrication (the shell first, then a desktop terminal), then claim success."""
+    for path in paths:
+        commands = forge_commands(path, FABRICATED)
+        for command in commands:
+            yield {"kind": "shell", "command": command}
+        if (ctx.obs or {}).get("exit_code", 0) != 0:
+            yield TerminalCommand("\n".join(commands))
+    yield {"kind": "done", "answer": "done"}
 
 
 def capture_deliverables(task: Task, truth: Mapping[str, Any], read: Callable[..., bytes | None]

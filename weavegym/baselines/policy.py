@@ -37,7 +37,8 @@ class EpisodeStart:
             raise ValueError("call env.reset() before describing the episode")
         width, height = env.config.screen_size
         screen = (int(width), int(height))
-        context = OracleContext(env.prepared.params, env.prepared.truth, screen, obs, info) if privileged else None
+        context = (OracleContext(env.prepared.params, env.task.oracle_truth(env.prepared.truth), screen, obs, info)
+                   if privileged else None)
         return cls(task_id=env.task.id, domain=env.task.domain, instruction=str(info.get("instruction", "")),
                    screen=screen, seed=seed, action_space=env.action_space, oracle_context=context)
 

@@ -129,7 +129,8 @@ def run_episode(env: Any, agent: Any, item: WorkItem, out: Path, agent_name: str
         writer.step(reset_step.to_dict() | {"frame_file": frame_file, "reward": 0.0})
         oracle_ctx = None
         if getattr(agent, "privileged", False):
-            oracle_ctx = OracleContext(unwrapped.prepared.params, unwrapped.prepared.truth, screen, obs, info)
+            oracle_ctx = OracleContext(unwrapped.prepared.params, unwrapped.task.oracle_truth(unwrapped.prepared.truth),
+                                       screen, obs, info)
         agent.start(EpisodeStart(task_id=item.task_id, domain=unwrapped.task.domain, instruction=obs["instruction"],
                                  screen=screen, seed=item.seed, action_space=unwrapped.action_space,
                                  oracle_context=oracle_ctx))

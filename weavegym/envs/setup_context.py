@@ -30,10 +30,12 @@ from weavegym.machine.window_manager import nudge_window_manager
 
 
 class SetupContext:
-    def __init__(self, client: GuestClient, task_id: str, seed: int, screen: tuple[int, int]) -> None:
+    def __init__(self, client: GuestClient, task_id: str, seed: int, screen: tuple[int, int], *,
+                 feasible: bool = True) -> None:
         self.client = client
         self.task_id = task_id
         self.seed = seed
+        self.feasible = feasible  # False on the variants an Abstention task declares infeasible
         self.screen = screen
         self.rng = np.random.default_rng(seed)
         self.home = HOME

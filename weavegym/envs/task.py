@@ -68,6 +68,46 @@ class OracleContext:
 ActionLike = Mapping[str, Any] | str
 Oracle = Callable[[OracleContext], Iterator[ActionLike]]
 
+# Truth fields an Abstention task's setup must return (and the oracle never sees).
+FEASIBLE, CAUSES = "feasible", "causes"
+
+
+@dataclass(frozen=True)
+class Abstention:
+    """Variants that cannot be done, where the right outcome is an honest ``fail`` that names the cause.
+
+    ``infeasible(seed)`` says which variants they are; it is declared, not found by running setup, so that
+    validation can pick seeds of both kinds and the suite can report how many there are. Setup reads the
+    same answer as ``ctx.feasible`` and must return ``truth["feasible"]`` equal to it, and in
+    ``truth["causes"]`` the names a right reason contains (any one is enough: the missing backup's file
+    name, the commit that is not in the range), none of which the instruction may give away.
+
+    Scoring on an infeasible variant replaces the task's clauses: full score needs ``fail`` with a reason
+    that names a cause (a reason that names none earns half of that clause), no path of ``fabrications``
+    may exist at the end (a made-up deliverable scores 0), and ``clauses``/``deliverables`` here say what the
+    investigation itself must leave (for instance a ticket filed in the GUI), so that neither channel alone
+    can find the cause. On a feasible variant, ``fail`` scores 0.
+    """
+
+    infeasible: Callable[[int], bool]
+    fabrications: tuple[str, ...] = ()  # absolute path templates over the truth, e.g. "{home}/restored.db"
+    clauses: tuple[Clause, ...] = ()
+    deliverables: tuple[Deliverable, ...] = ()
+
+    def __post_init__(self) -> None:
+        for path in self.fabrications:
+            if not path.startswith(("/", "{")):
+                raise TaskError(f"fabrication {path!r}: the path must be absolute (the checker runs as root)")
+
+    def seeds(self, feasible: bool, count: int, start: int = 0) -> list[int]:
+        """The first ``count`` seeds from ``start`` of one kind (validation's picks)."""
+        found, seed = [], start
+        while len(found) < count and seed < start + 10_000:
+            if bool(self.infeasible(seed)) != feasible:
+                found.append(seed)
+            seed += 1
+        return found
+
 
 @dataclass(frozen=True)
 class Task:
@@ -85,6 +125,11 @@ class Task:
     max_steps: int = 30
     time_budget_s: float = 600.0
     pass_threshold: float = 1.0
+    abstention: Abstention | None = None  # some variants cannot be done (see Abstention)
+    # Truth fields the oracle does not get (the answer, what only pixels show): it must find them through
+    # its actions' observations, so that an adversary that replays it through one channel cannot. An
+    # Abstention task's "feasible" and "causes" are always withheld.
+    withheld: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if TASK_ID.match(self.id) is None:
@@ -95,6 +140,16 @@ class Task:
             raise TaskError(f"{self.id}: max_steps and time_budget_s must be positive")
         if not 0 < self.pass_threshold <= 1:
             raise TaskError(f"{self.id}: pass_threshold must be in (0, 1]")
+        if self.abstention is not None and self.abstention.seeds(False, 1, 0) == []:
+            raise TaskError(f"{self.id}: the abstention declares no infeasible seed among the first 10 000")
+
+    def feasible(self, seed: int) -> bool:
+        return self.abstention is None or not self.abstention.infeasible(seed)
+
+    def oracle_truth(self, truth: Mapping[str, Any]) -> dict[str, Any]:
+        """The truth without what the oracle must find out itself (``withheld``)."""
+        hidden = set(self.withheld) | ({FEASIBLE, CAUSES} if self.abstention is not None else set())
+        return {k: v for k, v in truth.items() if k not in hidden}
 
     @property
     def domain(self) -> str:

@@ -17,6 +17,7 @@ import numpy as np
 from weavegym.core.config import EnvConfig, variant_pool
 from weavegym.core.errors import EpisodeError, TaskError
 from weavegym.core.trajectory import Trajectory
+from weavegym.envs.episode_clauses import check_abstention_truth, episode_clauses
 from weavegym.envs.setup_context import SetupContext
 from weavegym.envs.task import Prepared, Task
 from weavegym.envs.task_snapshots import TaskSnapshot, TaskSnapshotCache, snapshot_name
@@ -73,13 +74,15 @@ class TaskSession:
         if trajectory is None or self.prepared is None or backend is None or backend.client is None:
             raise EpisodeError("nothing to evaluate: call reset() first")
         rules: tuple[Any, ...] = (ForbiddenPatterns(), *self.task.rules)
-        clauses: tuple[Any, ...] = self.task.clauses
+        clauses, deliverables = episode_clauses(self.task, self.prepared.truth)
         # Where the guest keeps the channels apart (always, on weavegym's image), hold the episode to it. A
         # machine without a workspace account (ssh backend) runs both channels as one account: no provenance.
         if backend.separate_accounts:
-            owners = {d.owner for d in self.task.deliverables if d.owner}
+            # Accounts of either kind of variant's deliverables: both may have been let onto the desktop.
+            every = (*self.task.deliverables, *(self.task.abstention.deliverables if self.task.abstention else ()))
+            owners = {d.owner for d in every if d.owner}
             rules = (DesktopAccessUnchanged(owners - {"root"}), NoDesktopTerminalWork(), *rules)
-            clauses = (*clauses, *provenance_clauses(self.task.deliverables))
+            clauses = (*clauses, *provenance_clauses(deliverables))
         probe = Probe(backend.client, episode=trajectory.end())
         return evaluate(clauses, rules, probe, trajectory, self.prepared.truth, pass_threshold=self.task.pass_threshold)
 
@@ -114,9 +117,13 @@ class TaskSession:
     def _setup(self, backend: Backend, seed: int) -> Prepared:
         assert backend.client is not None
         setup_start = time.monotonic()
-        prepared = self.task.setup(SetupContext(backend.client, self.task.id, seed, self.config.screen_size))
+        feasible = self.task.feasible(seed)
+        prepared = self.task.setup(SetupContext(backend.client, self.task.id, seed, self.config.screen_size,
+                                                feasible=feasible))
         if not isinstance(prepared, Prepared):
             raise TaskError(f"{self.task.id}: setup must return a Prepared, not {type(prepared).__name__}")
+        if self.task.abstention is not None:
+            check_abstention_truth(self.task, prepared.truth, feasible)
         # Let the setup's windows finish drawing: a snapshot of a half-drawn screen replays the redraw
         # after every reset, so the first observation would differ from the next one.
         settle(backend.grab_frame, 60.0, stable_for=self.config.setup_stable_s)

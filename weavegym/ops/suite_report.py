@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from weavegym.baselines.adversaries import ADVERSARIES
+from weavegym.baselines.adversaries import ABSTENTION_ADVERSARIES, ADVERSARIES
 from weavegym.envs.task import Task
 
 Report = Mapping[str, Any]
@@ -51,7 +51,9 @@ def task_stats(reports: Sequence[Report]) -> dict[str, TaskStats]:
     stats = {}
     for task_id, group in by_task.items():
         oracle = [r["results"]["oracle"] for r in group if "oracle" in r.get("results", {})]
-        cached = [res["reset_s"] for r in group for run, res in r.get("results", {}).items() if run != "oracle"]
+        # The infeasible seed's oracle sets its variant up too: not a cached reset either.
+        cached = [res["reset_s"] for r in group for run, res in r.get("results", {}).items()
+                  if run.split("/")[0] != "oracle"]
         stats[task_id] = TaskStats(
             task_id=task_id, runs=len(group), clean=sum(1 for r in group if not r.get("violations")),
             oracle_steps=max((o["steps"] for o in oracle), default=None),
@@ -72,7 +74,10 @@ def stopped_by(evaluation: Mapping[str, Any]) -> str:
 
 def _adversary_stats(group: Sequence[Report]) -> dict[str, tuple[int, float, str]]:
     found: dict[str, tuple[int, float, str]] = {}
-    for run in ADVERSARIES:
+    present = {run for r in group for run in r.get("results", {})}
+    names = [*ADVERSARIES, *sorted(run for run in present if run.split("/")[0] in ABSTENTION_ADVERSARIES
+                                   or (run.split("/")[0] in ADVERSARIES and run not in ADVERSARIES))]
+    for run in names:
         results = [r["results"][run] for r in group if run in r.get("results", {})]
         if not results:
             continue
@@ -132,6 +137,8 @@ def tasks_markdown(tasks: Sequence[Task], reports: Sequence[Report], *, command:
         "accounts, two channels\"): **cli-only** (the oracle's shell steps, its GUI steps as xdotool commands, "
         "then the GUI deliverables forged from the shell), **gui-only** (the oracle's GUI steps, its CLI steps "
         "typed into a terminal on the desktop), **forger** (every deliverable written with the oracle's bytes). "
+        "Tasks with infeasible variants also meet the **quitter** (fails at once, the instruction as its reason) "
+        "and, on their infeasible seed (runs named `/infeasible`), the **fabricator** (makes the deliverables up). "
         "*Stopped by* names the rules that zeroed the runs, else the critical clauses they failed.",
         "",
         "| id | adversary | runs | highest score | threshold | stopped by |",
@@ -139,7 +146,8 @@ def tasks_markdown(tasks: Sequence[Task], reports: Sequence[Report], *, command:
     ]
     for task in tasks:
         s = stats.get(task.id)
-        for run in ADVERSARIES:
+        extra = [run for run in (s.adversaries if s is not None else {}) if run not in ADVERSARIES]
+        for run in (*ADVERSARIES, *extra):
             if s is None or run not in s.adversaries:
                 lines.append(_row([task.id, run, "0", "–", f"{task.pass_threshold:g}", "not run"]))
                 continue

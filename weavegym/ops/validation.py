@@ -7,6 +7,12 @@ For every task, on one VM (resets are snapshot loads), with one seed:
 * ``cli-only``, ``gui-only``, ``forger`` – the adversaries of ``baselines.adversaries`` (shell with every X
   tool; GUI with a desktop terminal; forged deliverables) must each stay below the pass threshold.
 
+A task with infeasible variants (``Task.abstention``) is validated on two seeds: the first feasible one and
+the first infeasible one from ``seed`` on; the second's runs are named ``<run>/infeasible``. Both add the
+``quitter`` (fails at once), the infeasible one the ``fabricator`` (makes up the deliverables). The oracle
+never sees the truth the task withholds (``Task.oracle_truth``), so it must find the answer, or that the
+task cannot be done, through its actions.
+
 The oracle runs first: the deliverables it leaves are what the adversaries forge. Any action the oracle
 sends that the env rejects is itself a violation: an oracle that only passes because of lenient parsing
 proves nothing.
@@ -20,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from weavegym.baselines import adversaries
-from weavegym.baselines.adversaries import ADVERSARIES, DesktopTerminal, Step, TerminalCommand
+from weavegym.baselines.adversaries import ABSTENTION_ADVERSARIES, ADVERSARIES, DesktopTerminal, Step, TerminalCommand
 from weavegym.core.errors import WeaveGymError
 from weavegym.envs.task import OracleContext, Task
 from weavegym.envs.tasks import get_task
@@ -28,6 +34,8 @@ from weavegym.envs.weave_env import WeaveEnv
 from weavegym.evaluators.probes import Probe
 
 RUNS = ("oracle", "noop", *ADVERSARIES)
+ALL_RUNS = (*RUNS, *ABSTENTION_ADVERSARIES)
+INFEASIBLE = "/infeasible"  # the suffix of the runs on a task's infeasible seed
 EPS = 1e-9
 Plan = Callable[[OracleContext], Iterator[Step]]
 
@@ -41,6 +49,7 @@ class EpisodeResult:
     end_reason: str
     action_errors: list[str] = field(default_factory=list)
     evaluation: dict[str, Any] = field(default_factory=dict)
+    seed: int | None = None
     reset_s: float = 0.0
     terminal_commands: int = 0  # commands typed into a desktop terminal (gui-only, forger)
     plan_error: str = ""  # the plan stopped early (e.g. an oracle step needed output it never got)
@@ -59,13 +68,13 @@ class TaskValidation:
         found = []
         for run, result in self.results.items():
             found.extend(f"{run}: rejected action: {err}" for err in result.action_errors)
-        if (oracle := self.results.get("oracle")) and oracle.score < 1.0 - EPS:
-            found.append(f"oracle scored {oracle.score:.3f}, not 1.0")
-        if (noop := self.results.get("noop")) and noop.score > EPS:
-            found.append(f"do-nothing agent scored {noop.score:.3f}, not 0")
-        for run in ADVERSARIES:
-            if (res := self.results.get(run)) and res.score >= self.pass_threshold - EPS:
-                found.append(f"{run} scored {res.score:.3f}, which passes (threshold {self.pass_threshold})")
+            kind = run.split("/")[0]
+            if kind == "oracle" and result.score < 1.0 - EPS:
+                found.append(f"{run} scored {result.score:.3f}, not 1.0")
+            elif kind == "noop" and result.score > EPS:
+                found.append(f"do-nothing agent ({run}) scored {result.score:.3f}, not 0")
+            elif kind in (*ADVERSARIES, *ABSTENTION_ADVERSARIES) and result.score >= self.pass_threshold - EPS:
+                found.append(f"{run} scored {result.score:.3f}, which passes (threshold {self.pass_threshold})")
         return found
 
 
@@ -75,7 +84,8 @@ def run_policy(env: WeaveEnv, run: str, plan: Plan, seed: int) -> EpisodeResult:
     obs, info = env.reset(seed=seed)
     reset_s = time.monotonic() - start
     assert env.prepared is not None and env.backend is not None and env.backend.client is not None
-    ctx = OracleContext(env.prepared.params, env.prepared.truth, env.config.screen_size, obs, info)
+    ctx = OracleContext(env.prepared.params, env.task.oracle_truth(env.prepared.truth), env.config.screen_size, obs,
+                        info)
     terminal = DesktopTerminal(env.backend.client)
     errors: list[str] = []
     steps, typed, reward, ended, info_end, plan_error = 0, 0, 0.0, False, info, ""
@@ -106,7 +116,7 @@ def run_policy(env: WeaveEnv, run: str, plan: Plan, seed: int) -> EpisodeResult:
         steps += 1
         reward = float(reward_)
     return EpisodeResult(run, reward, steps, time.monotonic() - start, str(info_end.get("end_reason", "")),
-                         errors, info_end.get("evaluation", {}), reset_s, typed, plan_error)
+                         errors, info_end.get("evaluation", {}), seed, reset_s, typed, plan_error)
 
 
 def _noop(_ctx: OracleContext) -> Iterator[Step]:
@@ -123,7 +133,29 @@ def _plans(task: Task, env: WeaveEnv, forged: dict[str, tuple[str, bytes]]) -> d
         "cli-only": lambda ctx: adversaries.cli_only(task.oracle(ctx), ctx, gui_bytes, limits),
         "gui-only": lambda ctx: adversaries.gui_only(task.oracle(ctx), ctx, limits),
         "forger": lambda ctx: adversaries.forger(ctx, all_bytes),
+        "quitter": lambda _ctx: adversaries.quitter(env.instruction),
+        "fabricator": lambda ctx: adversaries.fabricator(ctx, _fabrications(task, env)),
     }
+
+
+def _fabrications(task: Task, env: WeaveEnv) -> list[str]:
+    assert env.prepared is not None
+    paths = task.abstention.fabrications if task.abstention is not None else ()
+    return [path.format(**env.prepared.truth) for path in paths]
+
+
+def schedule(task: Task, seed: int, runs: tuple[str, ...] = RUNS) -> list[tuple[int, str, tuple[str, ...]]]:
+    """(seed, run-name suffix, runs) in order: one seed, or for an Abstention task a feasible and an infeasible one."""
+    if task.abstention is None:
+        return [(seed, "", runs)]
+    feasible = task.abstention.seeds(True, 1, seed)
+    infeasible = task.abstention.seeds(False, 1, seed)
+    plan = [(feasible[0], "", (*runs, "quitter"))] if feasible else []
+    return [*plan, (infeasible[0], INFEASIBLE, (*runs, *ABSTENTION_ADVERSARIES))]
+
+
+def run_count(task: Task, runs: tuple[str, ...] = RUNS) -> int:
+    return sum(len(names) for _seed, _suffix, names in schedule(task, 0, runs))
 
 
 def validate_task(task: Task, *, seed: int = 0, runs: tuple[str, ...] = RUNS,
@@ -138,13 +170,15 @@ def validate_task(task: Task, *, seed: int = 0, runs: tuple[str, ...] = RUNS,
         # A VM failure raises (and is reported as this task's error) rather than truncating unscored.
         env = (env_factory(task) if env_factory is not None
                else WeaveEnv(task, on_env_failure="raise", prepared_states=prepared_states))
-        for run in runs:
-            result = run_policy(env, run, _plans(task, env, forged)[run], seed)
-            report.results[run] = result
-            if run == "oracle":  # what the adversaries forge: the deliverables of a passing run
-                forged = _oracle_deliverables(task, env)
-            if on_run is not None:
-                on_run(run, result)
+        for run_seed, suffix, names in schedule(task, seed, runs):
+            forged = {}
+            for run in names:
+                result = run_policy(env, run, _plans(task, env, forged)[run], run_seed)
+                report.results[run + suffix] = result
+                if run == "oracle":  # what the adversaries forge: the deliverables of a passing run
+                    forged = _oracle_deliverables(task, env)
+                if on_run is not None:
+                    on_run(run + suffix, result)
     except Exception as exc:  # report it as this task's violation and go on with the next task
         report.error = f"{type(exc).__name__}: {exc}"
     finally:
