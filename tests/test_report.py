@@ -86,10 +86,12 @@ def run_dir(tmp_path: Path) -> Path:
         step(ep0, 5, "gui", {"kind": "key", "keys": "ctrl+s"}, "key('ctrl+s')", 2, terminal=LONG_OUTPUT),
         step(ep0, 6, "gui", {"kind": "key", "keys": "ctrl+s"}, "key('ctrl+s')", 2, terminal=LONG_OUTPUT,
              error="InvalidActionError: <b>not bold</b>"),
-        step(ep0, 7, "control", {"kind": "done"}, "done()", 2, terminal=LONG_OUTPUT),
+        step(ep0, 7, "control", {"kind": "done", "answer": "42 <i>units</i>"}, "done('42 units')", 2,
+             terminal=LONG_OUTPUT),
     ]
     write_steps(ep0, steps)
-    (ep0 / "episode.json").write_text(json.dumps(episode_record(tasks[0], "DevOps", 0, steps=7, wall_s=10.0)))
+    (ep0 / "episode.json").write_text(json.dumps(episode_record(tasks[0], "DevOps", 0, steps=7, wall_s=10.0,
+                                                                answer="42 <i>units</i>")))
     (ep0 / "messages.json").write_text(json.dumps([
         {"role": "system", "content": "You operate a desktop."},
         {"role": "user", "content": [{"type": "text", "text": "Task: save it"},
@@ -195,6 +197,7 @@ def test_report_summary_escaping_and_episodes(run_dir: Path) -> None:
     assert "GuestError: agent vanished" in html and "Traceback" in html
     assert "agent transcript (3 message(s))" in html and "Task: save it\n[image]" in html and "base64" not in html
     assert "→ shell(" in html
+    assert "Answer (done)" in html and "42 &lt;i&gt;units&lt;/i&gt;" in html and "Reason (fail)" not in html
     statuses = {r[0] + "/" + r[1]: r[3] for r in page.rows if r and r[0].startswith("Weave-")}
     assert statuses == {"Weave-DevOps-1/0": "done", "Weave-DevOps-1/1": "error", "Weave-Productivity-2/0": "incomplete"}
     assert "no episode.json" in html and "1 line(s) of steps.jsonl could not be parsed" in html

@@ -84,7 +84,9 @@ def system_prompt(image_size: tuple[int, int], screen: tuple[int, int], coordina
         "After every action you get a new screenshot, the output of the last command, and any error the "
         "environment reported for your action (an invalid action does nothing).",
         "Call exactly one tool per turn. Look at the result before the next step; do not guess at what you "
-        "cannot see. Call `done` when the task is complete, or `fail` with a reason if it cannot be done.",
+        "cannot see. Call `done` when the task is complete (with `answer` set when the task asks a question), "
+        "or `fail` with a reason that names the cause if it cannot be done; giving up on a task that can be "
+        "done scores nothing, and so does a result made up for one that cannot.",
     ])
 
 

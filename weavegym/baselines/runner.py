@@ -151,6 +151,8 @@ def run_episode(env: Any, agent: Any, item: WorkItem, out: Path, agent_name: str
             writer.json("messages.json", transcript)
         summary = _summary(item, unwrapped, agent_name, "done", evaluation["score"], evaluation["passed"],
                            len(trajectory.steps) - 1, time.monotonic() - start, end_reason, None)
+        ending = trajectory.end()  # what the agent said as it ended: the answer of done, the reason of fail
+        summary |= {"answer": ending.answer, "fail_reason": ending.reason}
         writer.json(EPISODE_FILE, summary)
         return summary
     finally:

@@ -142,7 +142,8 @@ class _Painter:
         elif kind == "wait":
             self.caption(f"wait {clean_text(action.get('seconds', ''))} s")
         elif kind == "done":
-            self.banner("DONE", COLORS["done"])
+            answer = clean_text(action.get("answer") or "")
+            self.banner(f"DONE: {answer}" if answer else "DONE", COLORS["done"])
         elif kind == "fail":
             reason = clean_text(action.get("reason") or "")
             self.banner(f"FAIL: {reason}" if reason else "FAIL", COLORS["fail"])
