@@ -99,6 +99,10 @@ def run_dir(tmp_path: Path) -> Path:
         {"role": "assistant", "content": None, "tool_calls": [{"id": "1", "type": "function", "function": {
             "name": "shell", "arguments": json.dumps({"command": SCRIPT})}}]},
     ]))
+    (ep0 / "chat.json").write_text(json.dumps([
+        {"seq": 1, "t": 1.7e9, "from": "user", "text": "Print the poster, please.", "topics": [], "event": "opening"},
+        {"seq": 2, "t": 1.7e9, "from": "agent", "text": "How many <b>copies</b>?", "topics": ["copies"],
+         "event": "question"}]))
     (ep0 / "evaluation.json").write_text(json.dumps({
         "score": 0.0, "raw_score": 0.9, "passed": False, "pass_threshold": 0.8, "seconds": 0.5,
         "clauses": [{"name": "file_saved", "description": "the file exists", "weight": 1.0, "critical": True,
@@ -197,6 +201,8 @@ def test_report_summary_escaping_and_episodes(run_dir: Path) -> None:
     assert "GuestError: agent vanished" in html and "Traceback" in html
     assert "agent transcript (3 message(s))" in html and "Task: save it\n[image]" in html and "base64" not in html
     assert "→ shell(" in html
+    assert "Chat with the simulated user (2 message(s))" in html and "Print the poster, please." in html
+    assert "How many &lt;b&gt;copies&lt;/b&gt;?" in html and "agent · question" in html
     assert "Answer (done)" in html and "42 &lt;i&gt;units&lt;/i&gt;" in html and "Reason (fail)" not in html
     statuses = {r[0] + "/" + r[1]: r[3] for r in page.rows if r and r[0].startswith("Weave-")}
     assert statuses == {"Weave-DevOps-1/0": "done", "Weave-DevOps-1/1": "error", "Weave-Productivity-2/0": "incomplete"}

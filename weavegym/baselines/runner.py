@@ -31,6 +31,7 @@ from weavegym.envs.registration import register_tasks
 from weavegym.envs.task import OracleContext
 
 EPISODE_FILE = "episode.json"
+CHAT_FILE = "chat.json"  # the simulated user's transcript, for tasks that have one
 
 
 @dataclass(frozen=True)
@@ -146,6 +147,8 @@ def run_episode(env: Any, agent: Any, item: WorkItem, out: Path, agent_name: str
                 break
         evaluation = info["evaluation"]
         writer.json("evaluation.json", evaluation)
+        if "transcript" in info:  # the simulated user's chat, as the checker read it
+            writer.json(CHAT_FILE, info["transcript"])
         transcript = agent.transcript()
         if transcript is not None:
             writer.json("messages.json", transcript)

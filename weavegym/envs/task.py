@@ -130,6 +130,9 @@ class Task:
     # its actions' observations, so that an adversary that replays it through one channel cannot. An
     # Abstention task's "feasible" and "causes" are always withheld.
     withheld: tuple[str, ...] = ()
+    # Setup puts a scripted user on the desktop (envs/simulated_user.py, start_simulated_user): its account may
+    # be on the X access list, and the episode's last step adds the chat to info["transcript"].
+    simulated_user: bool = False
 
     def __post_init__(self) -> None:
         if TASK_ID.match(self.id) is None:

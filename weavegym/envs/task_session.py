@@ -19,6 +19,7 @@ from weavegym.core.errors import EpisodeError, TaskError
 from weavegym.core.trajectory import Trajectory
 from weavegym.envs.episode_clauses import check_abstention_truth, episode_clauses
 from weavegym.envs.setup_context import SetupContext
+from weavegym.envs.simulated_user import SIM_USER, read_transcript, transcript_for_info
 from weavegym.envs.task import Prepared, Task
 from weavegym.envs.task_snapshots import TaskSnapshot, TaskSnapshotCache, snapshot_name
 from weavegym.evaluators import Evaluation, ForbiddenPatterns, Probe, evaluate
@@ -31,7 +32,8 @@ from weavegym.machine.frames import settle
 READY = "ready"  # the backend's snapshot of a booted, idle desktop, which every task's setup starts from
 # Part of every task snapshot's name: a state that older task code set up is never reused (snapshots can be
 # host-wide and outlive this process).
-TASK_CODE_HASH = code_hash(Path(__file__).parent / "tasks", Path(__file__).parent / "setup_context.py")
+TASK_CODE_HASH = code_hash(*(Path(__file__).parent / name for name in (
+    "tasks", "setup_context.py", "simulated_user.py", "sim_user_program.py")))
 
 
 class TaskSession:
@@ -80,11 +82,17 @@ class TaskSession:
         if backend.separate_accounts:
             # Accounts of either kind of variant's deliverables: both may have been let onto the desktop.
             every = (*self.task.deliverables, *(self.task.abstention.deliverables if self.task.abstention else ()))
-            owners = {d.owner for d in every if d.owner}
+            owners = {d.owner for d in every if d.owner} | ({SIM_USER} if self.task.simulated_user else set())
             rules = (DesktopAccessUnchanged(owners - {"root"}), NoDesktopTerminalWork(), *rules)
             clauses = (*clauses, *provenance_clauses(deliverables))
         probe = Probe(backend.client, episode=trajectory.end())
         return evaluate(clauses, rules, probe, trajectory, self.prepared.truth, pass_threshold=self.task.pass_threshold)
+
+    def transcript(self, backend: Backend | None) -> list[dict[str, Any]] | None:
+        """The simulated user's chat as the checker reads it (None: the task has no simulated user)."""
+        if not self.task.simulated_user or backend is None or backend.client is None:
+            return None
+        return transcript_for_info(read_transcript(Probe(backend.client)))
 
     def _load(self, backend: Backend, seed: int) -> tuple[TaskSnapshot, bool]:
         cached = self._snapshots.get(seed)

@@ -39,6 +39,7 @@ from weavegym.core.errors import (
 from weavegym.core.trajectory import FrameRecord, StepRecord, Trajectory
 from weavegym.envs import actions as actions_mod
 from weavegym.envs.coordinator import Coordinator
+from weavegym.envs.simulated_user import TranscriptError
 from weavegym.envs.space_layout import ActionLayout, ObservationLayout
 from weavegym.envs.task import Prepared, Task
 from weavegym.envs.task_session import TaskSession
@@ -186,6 +187,8 @@ class WeaveEnv(gym.Env[dict[str, Any], dict[str, Any]]):
             evaluation = self.evaluate()
             reward = float(evaluation.score)
             info["evaluation"] = evaluation.to_dict()
+            if self.task.simulated_user:
+                info["transcript"] = self._transcript()
             info["end_reason"] = parsed.kind if terminated and parsed is not None else (
                 "max_steps" if self._steps >= step_limit else "time_budget")
             timings["evaluate_s"] = evaluation.seconds
@@ -231,6 +234,14 @@ class WeaveEnv(gym.Env[dict[str, Any], dict[str, Any]]):
         return self.session.evaluate(self.backend, self.trajectory)
 
     # -- helpers ---------------------------------------------------------------------------------
+    def _transcript(self) -> list[dict[str, Any]] | dict[str, str]:
+        """The simulated user's chat for info; a transcript that cannot be read is said so, not raised: the
+        score stands (its clauses saw the same file and failed on it)."""
+        try:
+            return self.session.transcript(self.backend) or []
+        except TranscriptError as exc:
+            return {"error": str(exc)}
+
     def _step_limit(self) -> int:
         """``max_steps``, or the ``max_episode_steps`` given to ``gym.make`` if lower: Gymnasium's TimeLimit
         truncates without asking the env, so the env ends (and scores) the episode on that same step."""

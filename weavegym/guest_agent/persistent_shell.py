@@ -40,7 +40,7 @@ import time
 from dataclasses import dataclass
 
 from weavegym.guest_agent import procfs
-from weavegym.guest_agent.errors import FailedPrecondition, InvalidArgument
+from weavegym.guest_agent.errors import FailedPrecondition, InvalidArgument, NotFound
 from weavegym.guest_agent.execution import ExecDefaults, build_spec, check_output_cap, check_timeout
 from weavegym.guest_agent.python_zygote import PROGRAM, PythonZygote, ZygoteResult, read_umask, write_all
 
@@ -437,14 +437,20 @@ class ShellRegistry:
                 spec = build_spec([self._defaults.shell, "--noprofile", "--norc"], cwd="", env={}, user=user,
                                   stdin=b"", timeout_s=timeout, max_output_bytes=cap, merge_stderr=True,
                                   defaults=self._defaults)
-                python = build_spec([self._defaults.python, "-c", PROGRAM], cwd="", env={}, user=user, stdin=b"",
-                                    timeout_s=timeout, max_output_bytes=cap, merge_stderr=True,
-                                    defaults=self._defaults)
-                shell = self._shells[user] = PersistentShell(spec.argv, spec.env, spec.cwd, python.argv)
+                shell = self._shells[user] = PersistentShell(spec.argv, spec.env, spec.cwd,
+                                                             self._python_argv(user, timeout, cap))
         try:
             return shell.run(kind, source, timeout, cap)
         except ShellUnavailable as exc:
             raise FailedPrecondition(f"the shell of {user or 'the agent user'!r} did not start: {exc}") from None
+
+    def _python_argv(self, user: str, timeout: float, cap: int) -> list[str] | None:
+        """The warm interpreter's command for ``user``; None (a python3 per call) where there is no interpreter."""
+        try:
+            return build_spec([self._defaults.python, "-c", PROGRAM], cwd="", env={}, user=user, stdin=b"",
+                              timeout_s=timeout, max_output_bytes=cap, merge_stderr=True, defaults=self._defaults).argv
+        except NotFound:
+            return None
 
     def close(self, user: str) -> bool:
         with self._lock:

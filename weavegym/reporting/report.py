@@ -28,7 +28,8 @@ except ModuleNotFoundError as _missing:  # an optional extra (core/extras.py)
 TERMINAL_CHARS = 4000  # per step card; the full text stays in steps.jsonl
 TEXT_CHARS = 4000  # evidence, error tracebacks, chat messages
 EAGER_IMAGES = 4  # the first frames load eagerly so a screenshot of the page shows them; the rest lazily
-EPISODE_FILES = ("episode.json", "evaluation.json", "steps.jsonl", "messages.json", "error.txt")  # linked if present
+EPISODE_FILES = ("episode.json", "evaluation.json", "steps.jsonl", "messages.json", "chat.json",
+                 "error.txt")  # linked if present
 TEMPLATES = Path(__file__).parent / "templates"
 
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?")
@@ -63,6 +64,7 @@ class EpisodeView:
     steps: list[StepView]
     messages: list[tuple[str, str]]
     links: list[tuple[str, str]]
+    chat: list[tuple[str, str, str]] = field(default_factory=list)  # the simulated user's: (sender, event, text)
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -199,7 +201,8 @@ def _episode_view(run_dir: Path, task: str, k: int, listed: Mapping[str, Any] | 
         task_id=task, episode=k, anchor=_anchor(task, k), status=status, record=record,
         evaluation=evaluation if isinstance(evaluation, Mapping) else None,
         error=None if error is None else _plain(str(error)), steps=_step_views(steps, frames, base),
-        messages=_messages(_read_json(ep_dir / "messages.json")), links=links, notes=notes)
+        messages=_messages(_read_json(ep_dir / "messages.json")), links=links, notes=notes,
+        chat=_chat(_read_json(ep_dir / "chat.json")))
 
 
 def _step_views(steps: Sequence[Mapping[str, Any]], frames: Sequence[AnnotatedFrame], base: Path) -> list[StepView]:
@@ -243,6 +246,14 @@ def _messages(raw: Any) -> list[tuple[str, str]]:
             text += f"\n→ {function.get('name', '?')}({function.get('arguments', '')})"
         out.append((str(message.get("role", "?")), clip(_plain(text.strip()), TEXT_CHARS)[0]))
     return out
+
+
+def _chat(raw: Any) -> list[tuple[str, str, str]]:
+    """(sender, event, text) of the simulated user's transcript (chat.json, a list of records)."""
+    if not isinstance(raw, list):
+        return []
+    return [(str(r.get("from", "?")), str(r.get("event", "")), clip(_plain(str(r.get("text", ""))), TEXT_CHARS)[0])
+            for r in raw if isinstance(r, Mapping)]
 
 
 def _part_text(part: Any) -> str:
