@@ -257,3 +257,10 @@ def test_a_killed_warm_interpreter_costs_one_call_and_is_replaced(sh: GuestClien
     assert not _alive(warm)
     assert _warm_pid(sh) not in (warm, int(sh.shell("echo $$", timeout=10).stdout))
     assert sh.shell("print(6 * 7)", python=True, timeout=10).stdout == "42\n"
+
+
+def test_a_shell_that_lost_its_python_handler_says_so_instead_of_skipping_the_code(sh: GuestClient) -> None:
+    sh.shell("__wg_py() { :; }", timeout=10)  # a command may redefine the shell's own functions
+    skipped = sh.shell("print('ran')", python=True, timeout=10)
+    assert skipped.exit_code == 255 and "did not hand the python code over" in skipped.stdout
+    assert "ran\n" not in skipped.stdout

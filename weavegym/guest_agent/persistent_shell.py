@@ -105,6 +105,7 @@ eval "$__wg_serve"
 """
 # Every variable name, without a `$(compgen -v)` subshell: "${!a@}" lists the names that start with "a".
 LOOP = LOOP.replace("@ALL_VARS@", " ".join(f'"${{!{c}@}}"' for c in string.ascii_letters + "_"))
+UNRUN_NOTE = b"\n[weavegym: the shell did not hand the python code over (its __wg_py function was changed)]"
 LOST_NOTE = b"\n[weavegym: the python process was lost (its interpreter was killed); the shell is still usable]"
 ENDED_NOTE = b"\n[weavegym: the shell ended (exec or a signal); the next command starts from the state before this one]"
 
@@ -230,7 +231,7 @@ class PersistentShell:
             output.add(bytes(self._pending.data))
             self._pending = _Output(PENDING_CAP)
             deadline = start + timeout_s
-            exit_code, timed_out = 0, False
+            exit_code, timed_out, reported = 0, False, False
             while True:
                 line = self._next_status(deadline, output)
                 word, _, value = (line or b"").partition(b" ")
@@ -240,10 +241,14 @@ class PersistentShell:
                 elif word == b"done":
                     exit_code, self._copy = int(value), 0  # the shell kills that copy and forks the next one
                     self._drain(output)
+                    if kind == "python" and not reported:  # a command redefined __wg_py: the code never ran
+                        exit_code = 255
+                        output.add(UNRUN_NOTE)
                     break
                 elif word == b"exit":  # `exit`, or a fatal shell error
                     exit_code = int(value)
                 elif word == b"py":  # the shell waits in __wg_py for how the code ran
+                    reported = True
                     result = self._python_call(payload, deadline, output)
                     if result.exit_code is None:  # it runs a python3 of its own
                         write_all(self._fds["req"], b"x" + payload.encode("utf-8") + b"\0")
