@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from weavegym.envs.tasks import DOMAINS, all_tasks, match_tasks
-from weavegym.ops.suite_report import flake_rate, task_stats, tasks_markdown
+from weavegym.ops.suite_report import adversary_rows, flake_rate, task_stats, tasks_markdown
 from weavegym.vm_images.recipe import PROFILES
 
 REPO = Path(__file__).resolve().parents[1]
@@ -58,8 +58,11 @@ def test_tasks_md_lists_every_registered_task() -> None:
     tasks_table, _, adversary_table = (REPO / "TASKS.md").read_text().partition("## Adversaries")
     rows = re.findall(r"^\| (Weave-[A-Za-z]+-\d+) \|", tasks_table, flags=re.M)
     assert rows == [t.id for t in TASKS], "regenerate TASKS.md with `make validate-full`"
-    pairs = re.findall(r"^\| (Weave-[A-Za-z]+-\d+) \| ([a-z-]+) \|", adversary_table, flags=re.M)
-    assert pairs == [(t.id, a) for t in TASKS for a in ("cli-only", "gui-only", "forger")]
+    pairs = re.findall(r"^\| (Weave-[A-Za-z]+-\d+) \| ([a-z/-]+) \|", adversary_table, flags=re.M)
+    # Every task meets the three; a task with infeasible variants also meets the quitter and, on its infeasible
+    # seed, every adversary again (runs named "<adversary>/infeasible") and the fabricator.
+    assert pairs == [(t.id, a) for t in TASKS for a in adversary_rows(t)]
+    assert ("Weave-DevOps-4", "fabricator/infeasible") in pairs
 
 
 def _report(task_id: str, repeat: int, *, oracle_s: float, reset_s: float, cached: float,

@@ -38,6 +38,7 @@ from typing import Any
 
 from weavegym.core.guest_layout import DESKTOP_USER
 from weavegym.envs.actions import ENDING_KINDS, Action, ActionLimits, channel_of, parse_action
+from weavegym.envs.episode_clauses import episode_clauses
 from weavegym.envs.shell_session import PYTHON_WRAPPER, SHELL_WRAPPER
 from weavegym.envs.task import ActionLike, OracleContext, Task
 from weavegym.machine.guest_client import ExecResult, GuestClient
@@ -225,7 +226,8 @@ def capture_deliverables(task: Task, truth: Mapping[str, Any], read: Callable[..
     write them, and a command that names the harness's private folder is flagged on its own.
     """
     found = {}
-    for deliverable in task.deliverables:
+    # The deliverables this variant scores: an infeasible one's are the abstention's (envs/episode_clauses.py).
+    for deliverable in episode_clauses(task, truth)[1]:
         if deliverable.owner == "root":
             continue
         path = deliverable.resolve(truth)

@@ -87,6 +87,15 @@ def _adversary_stats(group: Sequence[Report]) -> dict[str, tuple[int, float, str
     return found
 
 
+def adversary_rows(task: Task) -> list[str]:
+    """The adversary runs TASKS.md has a row for: the three, and for a task with infeasible variants the quitter
+    and every adversary of its infeasible seed (``<run>/infeasible``), in a fixed order."""
+    if task.abstention is None:
+        return list(ADVERSARIES)
+    extra = ["quitter", *(f"{run}/infeasible" for run in (*ADVERSARIES, *ABSTENTION_ADVERSARIES))]
+    return [*ADVERSARIES, *sorted(extra)]
+
+
 def flake_rate(stats: Mapping[str, TaskStats]) -> tuple[int, int]:
     """(task runs with a violation, task runs in all): the suite's flake count is the first number."""
     runs = sum(s.runs for s in stats.values())
@@ -146,8 +155,7 @@ def tasks_markdown(tasks: Sequence[Task], reports: Sequence[Report], *, command:
     ]
     for task in tasks:
         s = stats.get(task.id)
-        extra = [run for run in (s.adversaries if s is not None else {}) if run not in ADVERSARIES]
-        for run in (*ADVERSARIES, *extra):
+        for run in adversary_rows(task):
             if s is None or run not in s.adversaries:
                 lines.append(_row([task.id, run, "0", "–", f"{task.pass_threshold:g}", "not run"]))
                 continue
