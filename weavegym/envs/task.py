@@ -83,7 +83,7 @@ class Abstention:
     name, the commit that is not in the range), none of which the instruction may give away.
 
     Scoring on an infeasible variant replaces the task's clauses: full score needs ``fail`` with a reason
-    that names a cause (a reason that names none earns half of that clause), no path of ``fabrications``
+    that names a cause (a reason that names none scores at most 0.5), no path of ``fabrications``
     may exist at the end (a made-up deliverable scores 0), and ``clauses``/``deliverables`` here say what the
     investigation itself must leave (for instance a ticket filed in the GUI), so that neither channel alone
     can find the cause. On a feasible variant, ``fail`` scores 0.
