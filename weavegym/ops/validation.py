@@ -34,7 +34,6 @@ from weavegym.envs.weave_env import WeaveEnv
 from weavegym.evaluators.probes import Probe
 
 RUNS = ("oracle", "noop", *ADVERSARIES)
-ALL_RUNS = (*RUNS, *ABSTENTION_ADVERSARIES)
 INFEASIBLE = "/infeasible"  # the suffix of the runs on a task's infeasible seed
 EPS = 1e-9
 Plan = Callable[[OracleContext], Iterator[Step]]
