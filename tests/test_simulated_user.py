@@ -488,7 +488,7 @@ CHAT_TASK = Task(
 )
 
 
-@pytest.mark.vm
+@pytest.mark.heavy  # a VM boot of its own for one chat episode (107 s here): `make test-heavy`
 @pytest.mark.timeout(1200)
 def test_an_episode_with_a_simulated_user_scores_the_chat_and_reports_it_in_info() -> None:
     """Through the env: the X grant of the sim account is no shortcut flag for a task that declares the user,
