@@ -7,7 +7,6 @@ the quitter and the fabricator, and the oracle must find out which kind it is pl
 from __future__ import annotations
 
 import re
-import secrets
 from collections.abc import Iterator
 from dataclasses import replace
 
@@ -31,7 +30,7 @@ def _setup(ctx: SetupContext) -> Prepared:
     """Three backups and their checksums; on an infeasible variant every backup is damaged."""
     folder = f"{ROOT}/{ctx.seed}"
     ctx.run(["rm", "-rf", folder])
-    names = [f"db-{secrets.token_hex(3)}.bak" for _ in range(3)]
+    names = [f"db-{int(ctx.rng.integers(16 ** 6)):06x}.bak" for _ in range(3)]  # the seed's, as a real task's
     good = int(ctx.rng.integers(3))
     sums = []
     for i, name in enumerate(names):
@@ -136,3 +135,16 @@ def test_setup_must_agree_with_the_declared_kind_of_its_variant() -> None:
         env.close()
     with pytest.raises(TaskError, match="no infeasible seed"):
         replace(TASK, abstention=Abstention(infeasible=lambda seed: False))
+
+
+def test_the_forger_ends_as_the_oracle_did_so_an_abstention_without_traces_is_caught() -> None:
+    """This test task asks for no trace of the investigation on its infeasible variants: a forger that only
+    repeats the oracle's fail (with the reason that names the cause) passes them, and validation says so."""
+    report = validate_task(TASK, seed=0, runs=("oracle", "forger"), env_factory=lambda task: _env(task))
+    assert report.error is None, report.error
+    oracle, forger = report.results["oracle/infeasible"], report.results["forger/infeasible"]
+    assert oracle.ending is not None and oracle.ending["kind"] == "fail"
+    assert forger.ending == oracle.ending and forger.steps == 1  # no work at all: only the oracle's fail
+    assert forger.score == 1.0
+    assert report.violations() == ["forger/infeasible scored 1.000, which passes (threshold 1.0)"]
+    assert report.results["forger"].ending == {"kind": "done", "answer": ""} == report.results["oracle"].ending

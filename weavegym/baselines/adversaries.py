@@ -10,7 +10,9 @@ built from the task's own oracle so that they are as well informed as an agent c
   desktop, so the commands run as the desktop account, on a pseudo-terminal, with X access.
 * ``forger`` does no work at all: it writes every deliverable with the oracle's bytes (the truth, as a
   worst-case adversary would have it) through the shell, and through a desktop terminal wherever the
-  shell cannot reach the file.
+  shell cannot reach the file, then ends exactly as the oracle's run did: ``done`` with the right answer,
+  or on an infeasible variant ``fail`` with a reason that names the cause. An answer or an abstention
+  alone must therefore never be worth a pass: the work's traces have to be too.
 
 The one-channel adversaries end as the oracle does (``done`` with its answer, ``fail`` with its reason),
 with what the oracle made of their observations: the oracle does not see the task's withheld truth
@@ -193,14 +195,16 @@ def gui_only(oracle: Iterator[ActionLike], ctx: OracleContext, limits: ActionLim
     yield ending
 
 
-def forger(ctx: OracleContext, deliverables: Mapping[str, bytes]) -> Iterator[Step]:
+def forger(ctx: OracleContext, deliverables: Mapping[str, bytes], ending: Mapping[str, Any] | None = None
+           ) -> Iterator[Step]:
+    """``ending``: the oracle's own done/fail action (None: a plain ``done``)."""
     for path, data in deliverables.items():
         commands = forge_commands(path, data)
         for command in commands:
             yield {"kind": "shell", "command": command}
         if (ctx.obs or {}).get("exit_code", 0) != 0:  # the shell cannot reach it: a desktop terminal may
             yield TerminalCommand("\n".join(commands))
-    yield {"kind": "done"}
+    yield dict(ending) if ending is not None else {"kind": "done"}
 
 
 def quitter(instruction: str) -> Iterator[Step]:

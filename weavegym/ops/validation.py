@@ -13,7 +13,8 @@ the first infeasible one from ``seed`` on; the second's runs are named ``<run>/i
 never sees the truth the task withholds (``Task.oracle_truth``), so it must find the answer, or that the
 task cannot be done, through its actions.
 
-The oracle runs first: the deliverables it leaves are what the adversaries forge. Any action the oracle
+The oracle runs first: the deliverables it leaves, and its ending (the answer of its ``done``, the reason
+of its ``fail``), are what the forger forges. Any action the oracle
 sends that the env rejects is itself a violation: an oracle that only passes because of lenient parsing
 proves nothing.
 """
@@ -28,6 +29,7 @@ from typing import Any
 from weavegym.baselines import adversaries
 from weavegym.baselines.adversaries import ABSTENTION_ADVERSARIES, ADVERSARIES, DesktopTerminal, Step, TerminalCommand
 from weavegym.core.errors import WeaveGymError
+from weavegym.envs.actions import ENDING_KINDS, parse_action
 from weavegym.envs.task import OracleContext, Task
 from weavegym.envs.tasks import get_task
 from weavegym.envs.weave_env import WeaveEnv
@@ -52,6 +54,7 @@ class EpisodeResult:
     reset_s: float = 0.0
     terminal_commands: int = 0  # commands typed into a desktop terminal (gui-only, forger)
     plan_error: str = ""  # the plan stopped early (e.g. an oracle step needed output it never got)
+    ending: dict[str, Any] | None = None  # the done/fail the plan sent (with its answer or reason), if any
 
 
 @dataclass
@@ -88,6 +91,7 @@ def run_policy(env: WeaveEnv, run: str, plan: Plan, seed: int) -> EpisodeResult:
     terminal = DesktopTerminal(env.backend.client)
     errors: list[str] = []
     steps, typed, reward, ended, info_end, plan_error = 0, 0, 0.0, False, info, ""
+    ending: dict[str, Any] | None = None
     try:
         for step in plan(ctx):
             if isinstance(step, TerminalCommand):
@@ -98,6 +102,7 @@ def run_policy(env: WeaveEnv, run: str, plan: Plan, seed: int) -> EpisodeResult:
                 continue
             obs, reward_, terminated, truncated, info_end = env.step(step)
             steps += 1
+            ending = _ending(step, env) or ending
             ctx.obs, ctx.info = obs, info_end
             if info_end.get("action_error"):
                 errors.append(f"step {steps}: {info_end['action_error']}")
@@ -115,14 +120,24 @@ def run_policy(env: WeaveEnv, run: str, plan: Plan, seed: int) -> EpisodeResult:
         steps += 1
         reward = float(reward_)
     return EpisodeResult(run, reward, steps, time.monotonic() - start, str(info_end.get("end_reason", "")),
-                         errors, info_end.get("evaluation", {}), seed, reset_s, typed, plan_error)
+                         errors, info_end.get("evaluation", {}), seed, reset_s, typed, plan_error, ending)
+
+
+def _ending(step: Step, env: WeaveEnv) -> dict[str, Any] | None:
+    """The step as an action dict when it ends the episode (done with its answer, fail with its reason)."""
+    try:
+        action = parse_action(step, env.config.screen_size, env.limits)  # type: ignore[arg-type]
+    except ValueError:
+        return None
+    return action.to_dict() if action.kind in ENDING_KINDS else None
 
 
 def _noop(_ctx: OracleContext) -> Iterator[Step]:
     yield {"kind": "done"}
 
 
-def _plans(task: Task, env: WeaveEnv, forged: dict[str, tuple[str, bytes]]) -> dict[str, Plan]:
+def _plans(task: Task, env: WeaveEnv, forged: dict[str, tuple[str, bytes]],
+           oracle_ending: dict[str, Any] | None = None) -> dict[str, Plan]:
     limits = env.limits
     gui_bytes = {path: data for path, (channel, data) in forged.items() if channel == "gui"}
     all_bytes = {path: data for path, (_channel, data) in forged.items()}
@@ -131,7 +146,7 @@ def _plans(task: Task, env: WeaveEnv, forged: dict[str, tuple[str, bytes]]) -> d
         "noop": _noop,
         "cli-only": lambda ctx: adversaries.cli_only(task.oracle(ctx), ctx, gui_bytes, limits),
         "gui-only": lambda ctx: adversaries.gui_only(task.oracle(ctx), ctx, limits),
-        "forger": lambda ctx: adversaries.forger(ctx, all_bytes),
+        "forger": lambda ctx: adversaries.forger(ctx, all_bytes, oracle_ending),
         "quitter": lambda _ctx: adversaries.quitter(env.instruction),
         "fabricator": lambda ctx: adversaries.fabricator(ctx, _fabrications(task, env)),
     }
@@ -170,12 +185,12 @@ def validate_task(task: Task, *, seed: int = 0, runs: tuple[str, ...] = RUNS,
         env = (env_factory(task) if env_factory is not None
                else WeaveEnv(task, on_env_failure="raise", prepared_states=prepared_states))
         for run_seed, suffix, names in schedule(task, seed, runs):
-            forged = {}
+            forged, oracle_ending = {}, None
             for run in names:
-                result = run_policy(env, run, _plans(task, env, forged)[run], run_seed)
+                result = run_policy(env, run, _plans(task, env, forged, oracle_ending)[run], run_seed)
                 report.results[run + suffix] = result
-                if run == "oracle":  # what the adversaries forge: the deliverables of a passing run
-                    forged = _oracle_deliverables(task, env)
+                if run == "oracle":  # what the adversaries forge: the deliverables and ending of a passing run
+                    forged, oracle_ending = _oracle_deliverables(task, env), result.ending
                 if on_run is not None:
                     on_run(run + suffix, result)
     except Exception as exc:  # report it as this task's violation and go on with the next task
