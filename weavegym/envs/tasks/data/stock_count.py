@@ -153,8 +153,9 @@ def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
     yield {"kind": "key", "keys": "Tab"}
     yield {"kind": "type", "text": str(len(ctx.truth["adjustments"]))}
     yield {"kind": "key", "keys": "Return"}
-    # The app writes its answer as it exits; wait for that (pgrep sees every account's processes).
-    yield {"kind": "shell", "command": "timeout 30 sh -c 'while pgrep -f stock_count_review >/dev/null; "
+    # The app writes its answer as it exits; wait for that (pgrep sees every account's processes; "[w]" keeps
+    # the pattern from matching this sh's own command line, which would wait out the whole timeout).
+    yield {"kind": "shell", "command": "timeout 30 sh -c 'while pgrep -f \"stock_count_revie[w]\" >/dev/null; "
                                        "do sleep 0.2; done'", "timeout": 60}
     yield {"kind": "done"}
 
