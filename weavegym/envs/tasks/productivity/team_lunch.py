@@ -44,6 +44,7 @@ from weavegym.envs.task import ActionLike, Channels, OracleContext, Prepared, Ta
 from weavegym.envs.tasks import pixel_font
 from weavegym.evaluators import Clause, Probe, Verdict
 from weavegym.evaluators.provenance import Deliverable
+from weavegym.machine.guest_client import WindowInfo
 
 ROSTER = f"{HOME}/team-roster.csv"
 ORDER = f"{HOME}/lunch-order.csv"
@@ -110,9 +111,9 @@ def cheapest_order(menu: Sequence[Dish], diets: Mapping[str, int]) -> dict[str, 
     """Everyone gets the cheapest dish that suits them: the cheapest order there is (no dish runs out)."""
     order: Counter[str] = Counter()
     for diet, count in diets.items():
-        if count:
-            name = min((d for d in menu if suits(d[2], diet)), key=lambda d: (float(d[1]), d[0]))[0]
-            order[name] += count
+        fits = [d for d in menu if suits(d[2], diet)]
+        if count and fits:  # none fits only on a menu misread (an adversary's blind replay)
+            order[min(fits, key=lambda d: (float(d[1]), d[0]))[0]] += count
     return dict(order)
 
 
@@ -211,8 +212,9 @@ def setup(ctx: SetupContext) -> Prepared:
     rows = "".join(f"{name},{diet}\n" for name, diet in lunch["roster"])
     # The workspace account's alone (0600): a terminal on the desktop runs as the desktop account and cannot read it.
     ctx.write_file(ROSTER, "name,diet\n" + rows, owner=WORKSPACE_USER, mode=0o600)
-    chat = start_simulated_user(ctx, script, title=CHAT_TITLE)
-    window, layout = _open_menu(ctx, lunch["menu"], chat.geometry)
+    window, layout = _open_menu(ctx, lunch["menu"])
+    chat = _beside(ctx, start_simulated_user(ctx, script, title=CHAT_TITLE), window)
+    _wait_menu(ctx, window, lunch["menu"])  # uncovered again once the chat moved
     x, y = window[0], window[1]
     qty = [[x + b[0] + b[2] // 2, y + b[1] + b[3] // 2] for b in layout["qty"]]
     targets = {"chat": list(entry_point(chat)), "qty": qty,
@@ -227,13 +229,10 @@ def setup(ctx: SetupContext) -> Prepared:
         "replies": replies, "opening": OPENING})
 
 
-def _open_menu(ctx: SetupContext, menu: list[Dish], chat: list[int]) -> tuple[list[int], dict[str, Any]]:
-    """Start the caterer's window beside the chat with the menu on stdin; wait until it is drawn, then drop the
-    menu file: from then on the menu lives only on screen."""
-    width, _height = ctx.screen
-    right = chat[0] + chat[2] + 16
-    x = right if right + WIDTH <= width else max(0, chat[0] - WIDTH - 16)
-    layout = menu_layout(len(menu), x, 40)
+def _open_menu(ctx: SetupContext, menu: list[Dish]) -> tuple[list[int], dict[str, Any]]:
+    """Start the caterer's window at the screen's left with the menu on stdin; wait until it is drawn, then
+    drop the menu file: from then on the menu lives only on screen."""
+    layout = menu_layout(len(menu), 0, 0)
     folder_font = f"{APP_DIR}/pixel_font.py"
     ctx.write_file(APP, ctx.fixture(__package__, "fixtures/caterer_order.py"), owner="root")
     ctx.write_file(folder_font, ctx.fixture("weavegym.envs.tasks", "pixel_font.py"), owner="root")
@@ -241,13 +240,35 @@ def _open_menu(ctx: SetupContext, menu: list[Dish], chat: list[int]) -> tuple[li
     ctx.write_file(MENU_IN, json.dumps({"dishes": menu, "layout": layout}), owner="root", mode=0o600)
     ctx.launch_gui(f"{{as_user}} python3 {APP} < {MENU_IN} > {RECORD}", name="caterer")
     window = ctx.wait_window(f"^{re.escape(MENU_TITLE)}$").geometry
-    try:  # mapped is not drawn (TCG): wait until the whole menu reads back off the screen
+    _wait_menu(ctx, window, menu)
+    ctx.run(["rm", "-f", MENU_IN])
+    return window, layout
+
+
+def _wait_menu(ctx: SetupContext, window: list[int], menu: list[Dish]) -> None:
+    """Mapped is not drawn (TCG), nor redrawn at once when uncovered: wait until the whole menu reads back."""
+    try:
         wait_for(lambda: read_menu(ctx.client.screenshot(hide_cursor=True).image, window, len(menu)) == menu, 120,
                  what="the caterer's menu drawn", max_poll=1.0)
     except TimeoutError as exc:
         raise TaskError(f"{ctx.task_id} setup: {exc}") from None
-    ctx.run(["rm", "-f", MENU_IN])
-    return window, layout
+
+
+def _beside(ctx: SetupContext, chat: WindowInfo, menu: list[int]) -> WindowInfo:
+    """Move the chat to the screen's right, clear of the menu: the window manager centres it, over the menu,
+    and an oracle that clicks the chat would raise it over the text it must read."""
+    x = max(menu[0] + menu[2] + 24, ctx.screen[0] - chat.width - 8)
+    y = max(0, (ctx.screen[1] - chat.height) // 2)
+    ctx.run(["env", "DISPLAY=:0", "xdotool", "windowmove", str(chat.id), str(x), str(y)], user=ctx.user)
+
+    def moved() -> WindowInfo | None:
+        found = next((w for w in ctx.client.list_windows(timeout=10)[0] if w.id == chat.id), None)
+        return found if found is not None and found.x >= menu[0] + menu[2] else None
+
+    try:
+        return wait_for(moved, 60, what="the chat moved beside the menu", max_poll=0.5)
+    except TimeoutError as exc:
+        raise TaskError(f"{ctx.task_id} setup: {exc}") from None
 
 
 # ---- reading the menu off the screen (the oracle's eyes; setup's readiness check) -------------------------
@@ -465,7 +486,12 @@ def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
     budget, delivery, guests = parse_replies(ctx.truth["replies"])
     diets.update(guests)
     yield {"kind": "click", "x": t["blank"][0], "y": t["blank"][1]}  # raise the caterer's window, pointer off its text
-    menu = read_menu((ctx.obs or {})["screen"], ctx.truth["window"], len(ctx.truth["layout"]["row_y"])) or []
+    menu: list[Dish] = []
+    for _try in range(5):  # the raised window may still be redrawing: read until every cell is a glyph
+        menu = read_menu((ctx.obs or {})["screen"], ctx.truth["window"], len(ctx.truth["layout"]["row_y"])) or []
+        if menu and pixel_font.UNKNOWN not in "".join("".join(d) for d in menu):
+            break
+        yield {"kind": "wait", "seconds": 1}
     order = cheapest_order([d for d in menu if re.fullmatch(r"\d+\.\d\d", d[1])], diets) if menu else {}
     lines = order_lines(order, delivery)
     yield {"kind": "shell", "command": f"printf %s '{lines}' > {ORDER} && cat {ORDER}"}
