@@ -89,7 +89,7 @@ def test_each_seed_is_feasible_and_ignoring_prices_breaks_the_budget(seed: int) 
     assert order_cost(menu, cheapest) <= lunch["budget"] * heads < dearest_cost(menu, diets) - 0.5
 
 
-def test_the_roster_is_written_for_the_workspace_account_alone() -> None:
+def test_the_requester_is_on_the_roster_and_every_diet_is_a_known_one() -> None:
     lunch = _lunch(0)
     assert lunch["roster"][0][0] == lunch["requester"]
     assert {diet for _name, diet in lunch["roster"]} <= set(DIETS)

@@ -483,7 +483,7 @@ def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
         yield {"kind": "key", "keys": "Return"}
     yield {"kind": "shell", "command": f"echo DIETS; tail -n +2 {ROSTER} | cut -d, -f2 | sort | uniq -c"}
     diets = Counter(parse_diets((ctx.obs or {}).get("terminal", "")))
-    budget, delivery, guests = parse_replies(ctx.truth["replies"])
+    _budget, delivery, guests = parse_replies(ctx.truth["replies"])
     diets.update(guests)
     yield {"kind": "click", "x": t["blank"][0], "y": t["blank"][1]}  # raise the caterer's window, pointer off its text
     menu: list[Dish] = []
@@ -492,6 +492,8 @@ def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
         if menu and pixel_font.UNKNOWN not in "".join("".join(d) for d in menu):
             break
         yield {"kind": "wait", "seconds": 1}
+    # The cheapest order there is; setup makes the requester's budget (``budget``) one it fits, and an order that
+    # ignores prices one it does not.
     order = cheapest_order([d for d in menu if re.fullmatch(r"\d+\.\d\d", d[1])], diets) if menu else {}
     lines = order_lines(order, delivery)
     yield {"kind": "shell", "command": f"printf %s '{lines}' > {ORDER} && cat {ORDER}"}
@@ -506,7 +508,6 @@ def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
     # The form writes its record as it exits; pgrep sees every account's processes ([r]: not this sh itself).
     yield {"kind": "shell", "command": "timeout 60 sh -c 'while pgrep -f \"caterer_orde[r]\" >/dev/null; do "
                                        "sleep 0.2; done'", "timeout": 90}
-    _ = budget  # the cheapest order is within any budget the requester can name (setup makes sure)
     yield {"kind": "done"}
 
 
