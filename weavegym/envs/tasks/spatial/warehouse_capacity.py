@@ -163,17 +163,26 @@ def fullest(table: Sequence[Mapping[str, Any]]) -> str:
 # -- setup --------------------------------------------------------------------------------------------------
 
 
+def plan(rng: np.random.Generator) -> dict[str, Any]:
+    """Everything a seed decides, guest-free (setup and the tests share it): the question, the building, the
+    inventory's rows and the truth's table for the asked rooms."""
+    floor = int(rng.integers(2, FLOORS + 1))
+    kind = KINDS[int(rng.integers(len(KINDS)))]
+    pallet = ASKED_PALLETS[int(rng.integers(len(ASKED_PALLETS)))]
+    floors = building(rng, floor, kind)
+    rows, stored = inventory(rng, floors)
+    table = capacity([r for r in floors[floor - 1] if r["type"] == kind], stored, pallet)
+    return {"floor": floor, "kind": kind, "pallet": pallet, "floors": floors, "rows": rows, "stored": stored,
+            "table": table}
+
+
 def setup(ctx: SetupContext) -> Prepared:
-    floor = int(ctx.rng.integers(2, FLOORS + 1))
-    kind = KINDS[int(ctx.rng.integers(len(KINDS)))]
-    pallet = ASKED_PALLETS[int(ctx.rng.integers(len(ASKED_PALLETS)))]
-    floors = building(ctx.rng, floor, kind)
-    rows, stored = inventory(ctx.rng, floors)
+    world = plan(ctx.rng)
+    floor, kind, pallet, floors, table = (world[k] for k in ("floor", "kind", "pallet", "floors", "table"))
     ctx.run(["install", "-d", "-m", "0700", "-o", WORKSPACE_USER, "-g", SHARED_GROUP, DB_DIR])
     # The workspace account's alone: a desktop terminal cannot read a single pallet.
-    ctx.write_file(DB, database_bytes(SCHEMA, {"pallets": rows}), owner=WORKSPACE_USER, mode=0o600)
+    ctx.write_file(DB, database_bytes(SCHEMA, {"pallets": world["rows"]}), owner=WORKSPACE_USER, mode=0o600)
     window = _open_viewer(ctx, floors)
-    table = capacity([r for r in floors[floor - 1] if r["type"] == kind], stored, pallet)
     x, y = window[0], window[1]
     lay = layout()
     cx, cy = x + CANVAS[0], y + CANVAS[1]
@@ -198,12 +207,12 @@ def _center(x: int, y: int, box: Sequence[int]) -> list[int]:
 def _open_viewer(ctx: SetupContext, floors: list[list[dict[str, Any]]]) -> list[int]:
     """Start the viewer with the building on its stdin, wait until Floor 1 is drawn, then delete the input."""
     lay = layout()
-    plan = {"floors": [[{k: r[k] for k in ("id", "w", "d", "type")} for r in rooms] for rooms in floors],
-            "layout": lay, "palette": {k: list(v) for k, v in PALETTE.items()}, "names": NAMES}
+    shown = {"floors": [[{k: r[k] for k in ("id", "w", "d", "type")} for r in rooms] for rooms in floors],
+             "layout": lay, "palette": {k: list(v) for k, v in PALETTE.items()}, "names": NAMES}
     ctx.write_file(APP, ctx.fixture(__package__, "fixtures/floor_plan.py"), owner="root")
     ctx.write_file(f"{APP_DIR}/pixel_font.py", ctx.fixture("weavegym.envs.tasks", "pixel_font.py"), owner="root")
     ctx.make_private_dir()
-    ctx.write_file(PLAN_IN, json.dumps(plan), owner="root", mode=0o600)
+    ctx.write_file(PLAN_IN, json.dumps(shown), owner="root", mode=0o600)
     ctx.launch_gui(f"{{as_user}} python3 {APP} < {PLAN_IN} > {RECORD}", name="floorplan")
     window = ctx.wait_window(f"^{TITLE}$").geometry
     title = [window[0] + CANVAS[0] + TITLE_AT[0], window[1] + CANVAS[1] + TITLE_AT[1]]
