@@ -1,18 +1,29 @@
-"""Weave-Spatial-4 without a VM: seeds, the plan read back off a rendered screen, the query, the clauses."""
+"""Weave-Spatial-4 without a VM: seeds, the plan read back off a rendered screen and off the real viewer on Xvfb,
+the query on the real database, the clauses."""
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
+from weavegym.core.deadline import wait_for
 from weavegym.core.trajectory import EpisodeEnd
+from weavegym.envs.tasks import pixel_font
 from weavegym.envs.tasks.data.sqlite_bytes import database_bytes
 from weavegym.envs.tasks.pixel_font import INK, layout_text
 from weavegym.envs.tasks.spatial import warehouse_capacity as wc
+from weavegym.machine.guest_client import GuestClient
+from weavegym.testing.xvfb import XvfbDisplay
 
 ORIGIN = (100, 60)  # where the synthetic screen puts the viewer's window
 
@@ -178,3 +189,48 @@ def test_the_flag_must_name_the_asked_floor_and_its_fullest_room() -> None:
 def test_the_oracle_is_denied_everything_only_one_channel_shows() -> None:
     truth = {"floors": [], "table": [], "answer": 1.0, "fullest": "A10", "floor": 2, "targets": {}}
     assert set(wc.TASK.oracle_truth(truth)) == {"floor", "targets"}
+
+
+# -- the real viewer on a real X server, read and clicked through the real guest agent --------------------
+
+
+def _rooms(read: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    return [{k: r[k] for k in ("id", "w", "d", "type")} for r in read]
+
+
+@pytest.mark.xvfb
+def test_the_viewer_draws_what_the_oracle_reads_and_records_the_flag(xvfb: XvfbDisplay, client: GuestClient,
+                                                                     tmp_path: Path) -> None:
+    world = _world(3)
+    shutil.copy(Path(wc.__file__).parent / "fixtures" / "floor_plan.py", tmp_path / "floor_plan.py")
+    shutil.copy(Path(pixel_font.__file__), tmp_path / "pixel_font.py")
+    shown = {"floors": [_rooms(rooms) for rooms in world["floors"]], "layout": wc.layout(),
+             "palette": {k: list(v) for k, v in wc.PALETTE.items()}, "names": wc.NAMES}
+    proc = subprocess.Popen([sys.executable, str(tmp_path / "floor_plan.py")], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, env={**os.environ, "DISPLAY": xvfb.display})
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(json.dumps(shown).encode())
+        proc.stdin.close()
+        window = wait_for(lambda: next((w for w in client.list_windows()[0] if w.title == wc.TITLE), None), 20,
+                          what="the Floor Plan mapped")
+        targets = wc.screen_targets(window.geometry)
+        floor = world["floor"]
+
+        def reads(number: int) -> bool:
+            image = client.screenshot().image
+            return (wc.shown_floor(image, targets["title"]) == number
+                    and _rooms(wc.read_plan(image, targets)) == _rooms(world["floors"][number - 1]))
+
+        wait_for(lambda: reads(1), 20, what="Floor 1 read back exactly")
+        client.click(*targets["tabs"][floor - 1])
+        wait_for(lambda: reads(floor), 20, what=f"Floor {floor} read back exactly after its button")
+        fullest = wc.fullest(world["table"])
+        bay = next(i for i, r in enumerate(world["floors"][floor - 1]) if r["id"] == fullest)
+        client.click(*targets["rooms"][bay])
+        client.click(*targets["flag"])
+        assert json.loads(proc.stdout.readline()) == {"floor": floor, "room": fullest}
+        assert proc.wait(20) == 0
+    finally:
+        proc.kill()
+        proc.wait()

@@ -183,21 +183,26 @@ def setup(ctx: SetupContext) -> Prepared:
     # The workspace account's alone: a desktop terminal cannot read a single pallet.
     ctx.write_file(DB, database_bytes(SCHEMA, {"pallets": world["rows"]}), owner=WORKSPACE_USER, mode=0o600)
     window = _open_viewer(ctx, floors)
-    x, y = window[0], window[1]
-    lay = layout()
-    cx, cy = x + CANVAS[0], y + CANVAS[1]
-    targets = {"tabs": [_center(x, y, box) for box in lay["tabs"]], "flag": _center(x, y, lay["flag"]),
-               "title": [cx + TITLE_AT[0], cy + TITLE_AT[1]],
-               "labels": [[cx + bx, cy + by] for bx, by in lay["bays"]],
-               "samples": [[cx + bx + SAMPLE[0], cy + by + ROOM_DY + SAMPLE[1], SAMPLE[2], SAMPLE[3]]
-                           for bx, by in lay["bays"]],
-               "rooms": [[cx + bx + 30, cy + by + ROOM_DY + 20] for bx, by in lay["bays"]]}
+    targets = screen_targets(window)
     csv_path = f"{HOME}/floor-{floor}-capacity.csv"
     return Prepared(
         params={"floor": floor, "kind": NAMES[kind], "pallet": f"{pallet[0]}x{pallet[1]}", "csv": csv_path},
         truth={"floor": floor, "kind": kind, "pallet": list(pallet), "csv": csv_path, "window": window,
                "targets": targets, "floors": floors, "table": table, "answer": round(free_percent(table), 4),
                "fullest": fullest(table)})
+
+
+def screen_targets(window: Sequence[int]) -> dict[str, Any]:
+    """Where on the screen the oracle reads and clicks, from the viewer window's position alone."""
+    x, y = window[0], window[1]
+    lay = layout()
+    cx, cy = x + CANVAS[0], y + CANVAS[1]
+    return {"tabs": [_center(x, y, box) for box in lay["tabs"]], "flag": _center(x, y, lay["flag"]),
+            "title": [cx + TITLE_AT[0], cy + TITLE_AT[1]],
+            "labels": [[cx + bx, cy + by] for bx, by in lay["bays"]],
+            "samples": [[cx + bx + SAMPLE[0], cy + by + ROOM_DY + SAMPLE[1], SAMPLE[2], SAMPLE[3]]
+                        for bx, by in lay["bays"]],
+            "rooms": [[cx + bx + 30, cy + by + ROOM_DY + 20] for bx, by in lay["bays"]]}
 
 
 def _center(x: int, y: int, box: Sequence[int]) -> list[int]:
@@ -215,9 +220,8 @@ def _open_viewer(ctx: SetupContext, floors: list[list[dict[str, Any]]]) -> list[
     ctx.write_file(PLAN_IN, json.dumps(shown), owner="root", mode=0o600)
     ctx.launch_gui(f"{{as_user}} python3 {APP} < {PLAN_IN} > {RECORD}", name="floorplan")
     window = ctx.wait_window(f"^{TITLE}$").geometry
-    title = [window[0] + CANVAS[0] + TITLE_AT[0], window[1] + CANVAS[1] + TITLE_AT[1]]
-    last = len(floors[0]) - 1
-    label = [window[0] + CANVAS[0] + lay["bays"][last][0], window[1] + CANVAS[1] + lay["bays"][last][1]]
+    targets = screen_targets(window)
+    title, label = targets["title"], targets["labels"][len(floors[0]) - 1]
     try:  # mapped is not drawn (TCG): wait for the title and the last room's label to read back
         wait_for(lambda: _drawn(ctx.client.screenshot().image, title, label), 120, what="the Floor Plan drawn",
                  max_poll=1.0)
