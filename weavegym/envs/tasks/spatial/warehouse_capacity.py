@@ -171,7 +171,13 @@ def plan(rng: np.random.Generator) -> dict[str, Any]:
     pallet = ASKED_PALLETS[int(rng.integers(len(ASKED_PALLETS)))]
     floors = building(rng, floor, kind)
     rows, stored = inventory(rng, floors)
-    table = capacity([r for r in floors[floor - 1] if r["type"] == kind], stored, pallet)
+    asked = [r for r in floors[floor - 1] if r["type"] == kind]
+    for room in asked:  # a free area of exactly n pallets would leave float division a coin toss at n
+        if (_area_cm2(room) - stored[room["id"]]) % (pallet[0] * pallet[1]) == 0:
+            rows.append((len(rows) + 1, f"PL-{int(rng.integers(100000, 1000000))}", room["id"], 60, 40, "stored",
+                         "2026-11-30"))
+            stored[room["id"]] += 60 * 40
+    table = capacity(asked, stored, pallet)
     return {"floor": floor, "kind": kind, "pallet": pallet, "floors": floors, "rows": rows, "stored": stored,
             "table": table}
 
