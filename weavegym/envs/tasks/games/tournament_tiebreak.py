@@ -427,20 +427,22 @@ def check_certified(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
 ROW_LINE = re.compile(r"^ROW (\d+),([A-Za-z]+),([0-9.]+),([0-9.]+),([0-9.]+),([0-9.]+),(\d+)\s*$", re.M)
 
 
-def compute_program(board_games: list[Game]) -> str:
-    """The oracle's python step: the arbiter's games plus the board's round (as read), the standings."""
+def compute_program(board_games: list[Game], folder: str = ARBITER, out: str = STANDINGS) -> str:
+    """The oracle's python step: the arbiter's games plus the board's round (as read), the standings.
+
+    It ships the very functions setup's truth came from (``standings``, ``read_records``), so the two
+    cannot drift apart; the board's names are matched to players.csv's by upper case, as the board shows them.
+    """
     source = "\n".join(textwrap.dedent(inspect.getsource(f)) for f in (standings, read_records, _format))
     main = f"""
-games, ratings, order = read_records({ARBITER!r})
+games, ratings, order = read_records({folder!r})
 names = {{p.upper(): p for p in ratings}}
 games += [(names[w], names[b], r) for w, b, r in {board_games!r} if w in names and b in names]
 rows = standings(games, ratings, order)
-with open({STANDINGS!r}, "w") as out:
-    out.write({",".join(HEADER)!r} + "\\n")
-    for row in rows:
-        out.write(",".join(str(v) if isinstance(v, (int, str)) else _format(v) for v in row) + "\\n")
-for row in rows:
-    print("ROW " + ",".join(str(v) if isinstance(v, (int, str)) else _format(v) for v in row))
+lines = [",".join(str(v) if isinstance(v, (int, str)) else _format(v) for v in row) for row in rows]
+with open({out!r}, "w") as sheet:
+    sheet.write({",".join(HEADER)!r} + "\\n" + "".join(line + "\\n" for line in lines))
+print("".join("ROW " + line + "\\n" for line in lines), end="")
 """
     return f"from __future__ import annotations\n{source}\n{main}"
 
