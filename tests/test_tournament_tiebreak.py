@@ -58,6 +58,7 @@ def test_every_seed_makes_the_tiebreak_and_the_board_round_matter(seed: int) -> 
     assert rows == t.standings(every, tour["ratings"], order)
     assert rows[0][2] == rows[1][2]  # the leaders tie on points
     assert rows[0][1] != t.standings(every, tour["ratings"], [])[0][1]  # points and rating alone: wrong winner
+    assert any(t.standings(every, tour["ratings"], list(other))[0][1] != rows[0][1] for other in t.ORDERS)
     without = t.standings(filed, tour["ratings"], order)
     assert t._answer(without, kind, tour["subject"]) != tour["answer"]  # the shell alone: wrong answer
     assert 2 <= board <= tour["rounds"]
@@ -138,7 +139,7 @@ def test_the_oracle_program_on_the_arbiters_files(tmp_path: Path, seed: int) -> 
     alone = subprocess.run([sys.executable, "-c", t.compute_program([], str(tmp_path), str(out))],
                            capture_output=True, text=True, check=True)
     wrong = t.spoken(kind, t.parse_rows(alone.stdout), tour["subject"])
-    assert t.check_answer(_Probe(wrong, {}), truth).outcome == "failed"
+    assert t.check_answer(_Probe(wrong, {}), truth).outcome != "satisfied"  # top3: maybe the right names, reordered
     assert t.check_standings(_Probe("", {t.STANDINGS: out.read_text()}), truth).outcome != "satisfied"
 
 

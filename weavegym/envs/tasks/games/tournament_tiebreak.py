@@ -46,8 +46,8 @@ SURNAMES = ("Novak", "Okafor", "Berger", "Iyer", "Sato", "Moreno", "Kowalski", "
             "Petrov", "Rossi", "Tanaka", "Weber", "Yildiz", "Abara", "Chen", "Fischer", "Garcia", "Holm",
             "Jensen", "Khan", "Larsen", "Mendes", "Nagy", "Olsen", "Park", "Quinn", "Rahman", "Silva",
             "Urban", "Varga", "Walsh", "Zeller")
-EVENTS = ("Autumn Open", "Winter Rapid Cup", "Club Championship", "Spring Swiss", "Members' Trophy")
-CLUBS = ("Harbour Chess Club", "Riverside Chess Club", "Old Mill Chess Society", "Northgate Chess Club")
+EVENTS = ("Autumn Open", "Winter Rapid Cup", "Championship", "Spring Swiss", "Members' Trophy")
+CLUBS = ("Harbour", "Riverside", "Old Mill", "Northgate", "Castle Hill")
 # Tiebreak orders a seed may use (rules.txt states it; the rating is always the last resort).
 ORDERS = (("buchholz", "sonneborn_berger", "wins"), ("sonneborn_berger", "buchholz", "wins"),
           ("buchholz_cut1", "buchholz", "sonneborn_berger"), ("wins", "sonneborn_berger", "buchholz"))
@@ -183,7 +183,8 @@ def draw_tournament(rng: np.random.Generator, kind: str) -> dict[str, Any] | Non
 
     Kept only when: the leaders tie on points and the tiebreaks (not the rating) decide the places asked
     about; the answer and the winner differ without the board's round (a shell-only agent is wrong); the
-    winner by points and rating alone differs (the tiebreak matters).
+    winner by points and rating alone, and under some other tiebreak order, differs (the tiebreak and
+    rules.txt matter).
     """
     count = int(rng.choice([8, 10]))
     rounds = int(rng.integers(5, 7))
@@ -202,6 +203,8 @@ def draw_tournament(rng: np.random.Generator, kind: str) -> dict[str, Any] | Non
     plain = standings(every, ratings, [])
     if rows[0][2] != rows[1][2] or not _decided(rows, order, 3) or rows[0][1] in (without[0][1], plain[0][1]):
         return None
+    if all(standings(every, ratings, list(other))[0][1] == rows[0][1] for other in ORDERS if list(other) != order):
+        return None  # rules.txt's order must matter too
     subject = ""
     if kind == "sb":
         fine = [r[1] for r in rows if r[5] != next(w[5] for w in without if w[1] == r[1]) and r[5] != r[3]]
@@ -347,8 +350,8 @@ def _center(x: int, y: int, box: list[int]) -> list[int]:
 def setup(ctx: SetupContext) -> Prepared:
     kind = KINDS[ctx.seed % len(KINDS)]
     tour = make_tournament(ctx.rng, kind)
-    event = f"{CLUBS[int(ctx.rng.integers(len(CLUBS)))]} {EVENTS[int(ctx.rng.integers(len(EVENTS)))]}"
-    club = event.split(" Chess")[0]
+    club = f"{CLUBS[int(ctx.rng.integers(len(CLUBS)))]} Chess Club"
+    event = f"{club} {EVENTS[int(ctx.rng.integers(len(EVENTS)))]}"
     _write_records(ctx, tour, event, club)
     window, layout = _open_board(ctx, tour, event)
     x, y = window[0], window[1]
