@@ -3,6 +3,8 @@ oracle's own program on the arbiter's files, and the clauses on right and wrong 
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,11 +13,14 @@ from typing import Any
 import numpy as np
 import pytest
 
+from weavegym.core.deadline import wait_for
 from weavegym.core.trajectory import EpisodeEnd
 from weavegym.envs.tasks import pixel_font
 from weavegym.envs.tasks.games import tournament_tiebreak as t
+from weavegym.machine.guest_client import GuestClient
+from weavegym.testing.xvfb import XvfbDisplay
 
-pytestmark = pytest.mark.unit
+FIXTURES = Path(t.__file__).parent / "fixtures"
 
 RATINGS = {"Ann": 2000, "Bob": 1900, "Cid": 1800, "Dee": 1700}
 # Two rounds: Ann beats Bob, Cid draws Dee; Ann draws Cid, Dee beats Bob.
@@ -186,3 +191,42 @@ def test_withheld_truth_holds_every_pixel_only_fact() -> None:
              "targets": {}, "board_games": [["A", "B", "1-0"]], "standings": [], "answer": "A", "winner": "A"}
     assert set(t.TASK.oracle_truth(truth)) == {"kind", "subject", "players", "board_round", "boards", "window",
                                                "targets"}
+
+
+# -- the real board on a real X server, screenshotted and clicked through the real guest agent ------------------
+
+
+def test_the_real_board_shows_a_round_only_on_its_tab_and_certifies(xvfb: XvfbDisplay, client: GuestClient,
+                                                                    tmp_path: Path) -> None:
+    tour = t.make_tournament(np.random.default_rng(7), "winner")
+    for name, data in (("tournament_board.py", (FIXTURES / "tournament_board.py").read_bytes()),
+                       ("pixel_font.py", Path(pixel_font.__file__).read_bytes())):
+        (tmp_path / name).write_bytes(data)
+    board = t.board_input(tour, "Harbour Chess Club Autumn Open")
+    proc = subprocess.Popen([sys.executable, str(tmp_path / "tournament_board.py")], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True, env={**os.environ, "DISPLAY": xvfb.display})
+    assert proc.stdin is not None
+    proc.stdin.write(json.dumps(board))
+    proc.stdin.close()
+    try:
+        window = wait_for(lambda: next((w.geometry for w in client.list_windows()[0] if w.title == t.TITLE), None),
+                          20, what="the board mapped")
+        wait_for(lambda: t.board_drawn(client.screenshot().image, window), 20, what="the board's cover drawn")
+        targets = t.click_targets(window, board["layout"], sorted(tour["players"]))
+        number, boards = tour["board_round"], len(tour["players"]) // 2
+        filed = 1 if number != 1 else 2
+        for shown in (filed, number):
+            client.click(*targets["tabs"][shown - 1])
+            wait_for(lambda n=shown: t.canvas_title(client.screenshot().image, window) == f"ROUND {n}", 20,
+                     what=f"round {shown}'s tab drawn")
+            games = t.read_round(client.screenshot().image, window, boards)
+            expected = [(w.upper(), b.upper(), r) for w, b, r in tour["games"][shown - 1]]
+            assert games == (expected if shown == number else [])  # a filed round shows no results
+        winner = tour["rows"][0][1]
+        client.click(*targets["radios"][winner])
+        client.click(*targets["certify"])
+        assert proc.wait(timeout=20) == 0 and proc.stdout is not None
+        assert json.loads(proc.stdout.read().strip().splitlines()[-1]) == {"winner": winner, "note": ""}
+    finally:
+        proc.kill()
+        proc.wait()

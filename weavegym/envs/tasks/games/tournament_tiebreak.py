@@ -294,26 +294,31 @@ def board_rows(games: list[Game]) -> list[list[str]]:
     return [[str(i), w.upper(), b.upper(), BOARD_RESULT[r]] for i, (w, b, r) in enumerate(games, 1)]
 
 
-def _open_board(ctx: SetupContext, tour: dict[str, Any], event: str) -> tuple[list[int], dict[str, Any]]:
-    """Start the board with every round on its stdin, and wait until it has drawn its cover and form."""
-    layout = board_layout(tour["rounds"], len(tour["players"]))
+def board_input(tour: dict[str, Any], event: str) -> dict[str, Any]:
+    """What the board reads on stdin: every round's pairings, results only for the board's round."""
     shown = [board_rows(games) if i == tour["board_round"] else
              [[str(b), w.upper(), k.upper(), "---"] for b, (w, k, _r) in enumerate(games, 1)]
              for i, games in enumerate(tour["games"], 1)]
+    return {"event": event, "rounds": shown, "players": sorted(tour["players"]),
+            "layout": board_layout(tour["rounds"], len(tour["players"]))}
+
+
+def _open_board(ctx: SetupContext, tour: dict[str, Any], event: str) -> tuple[list[int], dict[str, Any]]:
+    """Start the board with every round on its stdin, and wait until it has drawn its cover and form."""
+    board = board_input(tour, event)
     ctx.write_file(APP, ctx.fixture(__package__, "fixtures/tournament_board.py"), owner="root")
     ctx.write_file(f"{APP_DIR}/pixel_font.py", ctx.fixture("weavegym.envs.tasks", "pixel_font.py"), owner="root")
     ctx.make_private_dir()
-    board = {"event": event, "rounds": shown, "players": sorted(tour["players"]), "layout": layout}
     ctx.write_file(BOARD_IN, json.dumps(board), owner="root", mode=0o600)
     ctx.launch_gui(f"{{as_user}} python3 {APP} < {BOARD_IN} > {RECORD}", name="tournamentboard")
     window = ctx.wait_window(f"^{TITLE}$").geometry
-    try:  # mapped is not drawn (TCG): wait for the cover text and the Certify button
+    try:  # mapped is not drawn (TCG): wait for the cover's dot-matrix title
         wait_for(lambda: board_drawn(ctx.client.screenshot().image, window), 120,
                  what="the Tournament Board drawn", max_poll=1.0)
     except TimeoutError as exc:
         raise TaskError(f"{ctx.task_id} setup: {exc}") from None
     ctx.run(["rm", "-f", BOARD_IN])  # the app has read it: the board's round now lives only on screen
-    return window, layout
+    return window, board["layout"]
 
 
 def board_drawn(image: np.ndarray, window: list[int]) -> bool:
@@ -347,6 +352,14 @@ def _center(x: int, y: int, box: list[int]) -> list[int]:
     return [x + box[0] + box[2] // 2, y + box[1] + box[3] // 2]
 
 
+def click_targets(window: list[int], layout: dict[str, Any], names: list[str]) -> dict[str, Any]:
+    """Screen points of the tabs, the radio buttons (by name), the note and the Certify button."""
+    x, y = window[0], window[1]
+    return {"tabs": [_center(x, y, box) for box in layout["tabs"]],
+            "radios": {name: _center(x, y, box) for name, box in zip(names, layout["radios"], strict=True)},
+            "note": _center(x, y, layout["note"]), "certify": _center(x, y, layout["certify"])}
+
+
 def setup(ctx: SetupContext) -> Prepared:
     kind = KINDS[ctx.seed % len(KINDS)]
     tour = make_tournament(ctx.rng, kind)
@@ -354,15 +367,11 @@ def setup(ctx: SetupContext) -> Prepared:
     event = f"{club} {EVENTS[int(ctx.rng.integers(len(EVENTS)))]}"
     _write_records(ctx, tour, event, club)
     window, layout = _open_board(ctx, tour, event)
-    x, y = window[0], window[1]
     names = sorted(tour["players"])
-    targets = {"tabs": [_center(x, y, box) for box in layout["tabs"]],
-               "radios": {name: _center(x, y, box) for name, box in zip(names, layout["radios"], strict=True)},
-               "note": _center(x, y, layout["note"]), "certify": _center(x, y, layout["certify"])}
     board_games = tour["games"][tour["board_round"] - 1]
     return Prepared(params={"event": event, "question": question(kind, tour["subject"])}, truth={
         "kind": kind, "subject": tour["subject"], "players": names, "board_round": tour["board_round"],
-        "boards": len(board_games), "window": window, "targets": targets,
+        "boards": len(board_games), "window": window, "targets": click_targets(window, layout, names),
         "board_games": [list(g) for g in board_games], "standings": tour["rows"], "answer": tour["answer"],
         "winner": tour["rows"][0][1]})
 
