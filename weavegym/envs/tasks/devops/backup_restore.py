@@ -31,6 +31,7 @@ from weavegym.core.errors import TaskError
 from weavegym.envs.setup_context import HOME, PRIVATE_DIR, SHARED_GROUP, WORKSPACE_USER, SetupContext
 from weavegym.envs.task import CAUSES, FEASIBLE, Abstention, ActionLike, Channels, OracleContext, Prepared, Task
 from weavegym.envs.tasks.data.sqlite_bytes import database_bytes
+from weavegym.envs.tasks.dialogs import json_record
 from weavegym.evaluators import Clause, Probe, Verdict
 from weavegym.evaluators.provenance import Deliverable
 
@@ -256,12 +257,7 @@ def check_report(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
 
 def vault_record(probe: Probe) -> dict[str, Any] | None:
     """The vault's record (the last JSON line it printed), or None when nothing was recorded."""
-    lines = (probe.read_text(RECORD) or "").strip().splitlines()
-    try:
-        found = json.loads(lines[-1]) if lines else None
-    except ValueError:
-        return None
-    return found if isinstance(found, dict) else None
+    return json_record(probe, RECORD)
 
 
 def check_vault_restore(probe: Probe, truth: Mapping[str, Any]) -> Verdict:

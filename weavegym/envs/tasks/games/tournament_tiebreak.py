@@ -30,6 +30,7 @@ from weavegym.core.errors import TaskError
 from weavegym.envs.setup_context import HOME, PRIVATE_DIR, SHARED_GROUP, WORKSPACE_USER, SetupContext
 from weavegym.envs.task import ActionLike, Channels, OracleContext, Prepared, Task
 from weavegym.envs.tasks import pixel_font
+from weavegym.envs.tasks.dialogs import json_record
 from weavegym.evaluators import Clause, Probe, Verdict
 from weavegym.evaluators.answers import check_items, check_number, check_text
 from weavegym.evaluators.provenance import Deliverable
@@ -418,12 +419,7 @@ def check_standings(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
 
 
 def certified(probe: Probe) -> dict[str, Any] | None:
-    lines = (probe.read_text(RECORD) or "").strip().splitlines()
-    try:
-        found = json.loads(lines[-1]) if lines else None
-    except ValueError:
-        return None
-    return found if isinstance(found, dict) else None
+    return json_record(probe, RECORD)
 
 
 def check_certified(probe: Probe, truth: Mapping[str, Any]) -> Verdict:

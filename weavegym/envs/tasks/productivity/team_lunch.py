@@ -42,6 +42,7 @@ from weavegym.envs.simulated_user import (
 )
 from weavegym.envs.task import ActionLike, Channels, OracleContext, Prepared, Task
 from weavegym.envs.tasks import pixel_font
+from weavegym.envs.tasks.dialogs import json_record
 from weavegym.evaluators import Clause, Probe, Verdict
 from weavegym.evaluators.provenance import Deliverable
 from weavegym.machine.guest_client import WindowInfo
@@ -367,12 +368,8 @@ def judge_order(items: Mapping[str, int], delivery: str, truth: Mapping[str, Any
 
 def form_record(probe: Probe) -> dict[str, Any] | None:
     """The order form's record (the JSON line it printed as it exited), or None when it was not submitted."""
-    lines = (probe.read_text(RECORD) or "").strip().splitlines()
-    try:
-        found = json.loads(lines[-1]) if lines else None
-    except ValueError:
-        return None
-    return found if isinstance(found, dict) and isinstance(found.get("items"), dict) else None
+    found = json_record(probe, RECORD)
+    return found if found is not None and isinstance(found.get("items"), dict) else None
 
 
 def _record_order(record: Mapping[str, Any]) -> tuple[dict[str, int], str]:

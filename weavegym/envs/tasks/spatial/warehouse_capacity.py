@@ -28,6 +28,7 @@ from weavegym.core.errors import TaskError
 from weavegym.envs.setup_context import HOME, PRIVATE_DIR, SHARED_GROUP, WORKSPACE_USER, SetupContext
 from weavegym.envs.task import ActionLike, Channels, OracleContext, Prepared, Task
 from weavegym.envs.tasks.data.sqlite_bytes import database_bytes
+from weavegym.envs.tasks.dialogs import json_record
 from weavegym.envs.tasks.pixel_font import read_text
 from weavegym.evaluators import Clause, Probe, Verdict
 from weavegym.evaluators.answers import check_number
@@ -330,12 +331,7 @@ def check_table(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
 
 
 def flag_record(probe: Probe) -> dict[str, Any] | None:
-    lines = (probe.read_text(RECORD) or "").strip().splitlines()
-    try:
-        found = json.loads(lines[-1]) if lines else None
-    except ValueError:
-        return None
-    return found if isinstance(found, dict) else None
+    return json_record(probe, RECORD)
 
 
 def check_flag(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
