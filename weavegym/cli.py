@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
 from dataclasses import dataclass
@@ -267,7 +268,8 @@ def _validate_in_parallel(jobs: list[tuple[int, str]], seed: int, workers: int, 
 
     done: dict[int, dict[str, object]] = {}
     spawn = mp.get_context("spawn")  # a fresh interpreter per worker: no inherited gRPC or libvirt state
-    pool = ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=spawn, initializer=_unwind_on_sigterm)
+    pool = ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=spawn, initializer=_unwind_on_sigterm,
+                               initargs=(os.getpid(),))
     try:
         futures = {pool.submit(validate_by_id, task_id, seed, k, prepared_states): i
                    for i, (k, task_id) in enumerate(jobs)}
@@ -329,7 +331,7 @@ def prepare(
                 results[task.id] = prepare_task(task.id, seeds, on_variant=advance)
         else:
             pool = ProcessPoolExecutor(max_workers=min(workers, len(selected)), mp_context=mp.get_context("spawn"),
-                                       initializer=_unwind_on_sigterm)
+                                       initializer=_unwind_on_sigterm, initargs=(os.getpid(),))
             try:
                 futures = {pool.submit(prepare_by_id, task.id, seeds): task.id for task in selected}
                 for future in as_completed(futures):
@@ -354,9 +356,28 @@ def prepare(
         json_out.write_text(json.dumps([r for task in selected for r in results[task.id]], indent=2))
 
 
-def _unwind_on_sigterm() -> None:
-    """A validate worker's start: SIGTERM unwinds it like Ctrl-C, so its env's close() destroys its VM."""
+def _unwind_on_sigterm(parent: int) -> None:
+    """A worker's start: SIGTERM unwinds it like Ctrl-C, so its env's close() destroys its VM.
+
+    The kernel sends it that SIGTERM also when ``parent`` dies, even by SIGKILL: without it the workers of a
+    killed ``validate`` went on booting VMs and playing episodes for minutes, holding the host's cores.
+    """
     signal.signal(signal.SIGTERM, _interrupt)
+    _terminate_with_parent(parent)
+
+
+def _terminate_with_parent(parent: int) -> None:
+    import ctypes
+
+    pr_set_pdeathsig = 1  # <linux/prctl.h>
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(pr_set_pdeathsig, int(signal.SIGTERM), 0, 0, 0) != 0:
+            return  # not Linux, or refused: the lease watchdog still destroys the VM of a killed worker
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # the parent died before the request took effect
+        os.kill(os.getpid(), signal.SIGTERM)
 
 
 def _stop_workers(pool: ProcessPoolExecutor, workers: list[BaseProcess], grace_s: float = 60.0) -> None:
