@@ -145,7 +145,8 @@ def tasks_markdown(tasks: Sequence[Task], reports: Sequence[Report], *, command:
         "Each must stay below the task's pass threshold in every run (`weavegym validate`; see README, \"Two "
         "accounts, two channels\"): **cli-only** (the oracle's shell steps, its GUI steps as xdotool commands, "
         "then the GUI deliverables forged from the shell), **gui-only** (the oracle's GUI steps, its CLI steps "
-        "typed into a terminal on the desktop), **forger** (every deliverable written with the oracle's bytes). "
+        "typed into a terminal on the desktop), **forger** (every deliverable written with the oracle's bytes, "
+        "then the oracle's own ending: its answer, or its fail and reason). "
         "Tasks with infeasible variants also meet the **quitter** (fails at once, the instruction as its reason) "
         "and, on their infeasible seed (runs named `/infeasible`), the **fabricator** (makes the deliverables up). "
         "*Stopped by* names the rules that zeroed the runs, else the critical clauses they failed.",
