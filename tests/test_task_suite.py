@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from weavegym.envs.tasks import DOMAINS, all_tasks, match_tasks
-from weavegym.ops.suite_report import adversary_rows, flake_rate, task_stats, tasks_markdown
+from weavegym.ops.suite_report import adversary_rows, flake_rate, stats_from_markdown, task_stats, tasks_markdown
 from weavegym.vm_images.recipe import PROFILES
 
 REPO = Path(__file__).resolve().parents[1]
@@ -109,3 +109,30 @@ def test_tasks_markdown_has_one_row_per_task_with_measurements() -> None:
     assert f"| {tasks[0].id} | cli-only | 1 | 0.25 | 1 | provenance_gui_1 |" in adversary_rows
     assert f"| {tasks[0].id} | gui-only | 1 | 0.00 | 1 | NoDesktopTerminalWork |" in adversary_rows
     assert f"| {tasks[1].id} | forger | 0 | – | 1 | not run |" in adversary_rows
+
+
+def test_tasks_md_reads_back_into_the_figures_it_was_written_from() -> None:
+    """Regenerating TASKS.md for a few re-validated tasks keeps every other task's row exactly as it was."""
+    tasks = [t for t in TASKS if t.abstention is not None][:1] + TASKS[:2]
+    reports = [_report(tasks[1].id, 0, oracle_s=10.04, reset_s=40.26, cached=1.0),
+               _report(tasks[1].id, 1, oracle_s=11, reset_s=41, cached=2.0, violations=["noop scored 1"])]
+    reports[0]["results"]["cli-only"]["evaluation"] = {"zeroed_by": ["GuiArtifactViaCli"], "clauses": []}
+    first = tasks_markdown(tasks, reports, command="x")
+    kept = stats_from_markdown(first)
+    assert set(kept) == {tasks[1].id}, "an unmeasured task is not read back as zeros"
+    assert (kept[tasks[1].id].runs, kept[tasks[1].id].clean) == (2, 1)
+    assert tasks_markdown(tasks, [], command="x", kept=kept) == first
+    # New reports win over the kept figures of the same task.
+    newer = tasks_markdown(tasks, [_report(tasks[1].id, 0, oracle_s=3, reset_s=5, cached=1)], command="x", kept=kept)
+    assert "| 9 | 3.0 | 5.0 | 1.0 | 1/1 |" in newer and "0 of 1 task runs" in newer
+
+
+def test_committed_tasks_md_reads_back_unchanged() -> None:
+    """The committed table round-trips, so `weavegym tasks --keep TASKS.md` loses nothing of it."""
+    text = (REPO / "TASKS.md").read_text()
+    kept = stats_from_markdown(text)
+    assert kept, "TASKS.md has measured rows"
+    listed = [t for t in TASKS if f"| {t.id} |" in text]
+    regenerated = tasks_markdown(listed, [], command="x", kept=kept)
+    table = lambda t: [ln for ln in t.splitlines() if ln.startswith("| Weave-")]  # noqa: E731
+    assert table(regenerated) == table(text)

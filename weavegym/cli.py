@@ -156,6 +156,8 @@ def tasks(
     tasks_md: Path | None = typer.Option(None, "--tasks-md", help="Write the TASKS.md table instead of listing."),
     from_json: list[Path] = typer.Option([], "--from-json", help="`validate --json` files to take figures from."),
     measured_with: str = typer.Option("`weavegym validate`", help="TASKS.md: how the figures were measured."),
+    keep: Path | None = typer.Option(None, "--keep", help="An earlier TASKS.md whose figures stay for the tasks "
+                                     "that the --from-json files do not cover."),
 ) -> None:
     """List the registered tasks: id, profile, steps, clauses and why both channels are needed."""
     from rich.table import Table
@@ -163,10 +165,11 @@ def tasks(
     from weavegym.envs.tasks import match_tasks
 
     if tasks_md is not None:
-        from weavegym.ops.suite_report import tasks_markdown
+        from weavegym.ops.suite_report import stats_from_markdown, tasks_markdown
 
         reports = [r for path in from_json for r in json.loads(path.read_text())]
-        tasks_md.write_text(tasks_markdown(match_tasks(pattern), reports, command=measured_with))
+        kept = stats_from_markdown(keep.read_text()) if keep is not None else None
+        tasks_md.write_text(tasks_markdown(match_tasks(pattern), reports, command=measured_with, kept=kept))
         err.print(f"wrote {tasks_md} from {len(reports)} validation report(s)")
         return
     table = Table("id", "title", "profile", "max steps", "clauses", "why GUI and CLI")

@@ -2,11 +2,14 @@
 
 Both work on the JSON form of :class:`~weavegym.ops.validation.TaskValidation`
 (``asdict`` plus ``violations`` and ``repeat``), so TASKS.md can be regenerated
-from a saved ``--json`` file without booting anything.
+from a saved ``--json`` file without booting anything. A committed TASKS.md also reads back into the same
+per-task figures (:func:`stats_from_markdown`), so validating a few new tasks keeps the other tasks' rows
+without re-running the whole suite.
 """
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -106,9 +109,13 @@ def _seconds(value: float | None) -> str:
     return "–" if value is None else f"{value:.1f}"
 
 
-def tasks_markdown(tasks: Sequence[Task], reports: Sequence[Report], *, command: str) -> str:
-    """TASKS.md: one row per task with its apps, clauses and the measured oracle and reset times."""
-    stats = task_stats(reports)
+def tasks_markdown(tasks: Sequence[Task], reports: Sequence[Report], *, command: str,
+                   kept: Mapping[str, TaskStats] | None = None) -> str:
+    """TASKS.md: one row per task with its apps, clauses and the measured oracle and reset times.
+
+    ``kept`` holds earlier figures (:func:`stats_from_markdown`) for tasks that ``reports`` does not cover.
+    """
+    stats = {**(kept or {}), **task_stats(reports)}
     bad, total = flake_rate({t.id: stats[t.id] for t in tasks if t.id in stats})
     lines = [
         "# Tasks",
@@ -167,3 +174,41 @@ def tasks_markdown(tasks: Sequence[Task], reports: Sequence[Report], *, command:
 
 def _row(cells: Sequence[str]) -> str:
     return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
+
+
+def _cells(line: str) -> list[str]:
+    """A table row's cells, with ``\\|`` inside a cell kept as a bar (the inverse of :func:`_row`)."""
+    return [cell.strip().replace("\\|", "|") for cell in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
+
+
+def _number(cell: str) -> float | None:
+    return None if cell == "–" else float(cell)
+
+
+def stats_from_markdown(text: str) -> dict[str, TaskStats]:
+    """The figures of every measured task in a TASKS.md that :func:`tasks_markdown` wrote.
+
+    Times come back rounded as printed (0.1 s, scores 0.01); a task whose row says it was not measured is left
+    out, so it stays unmeasured rather than turning into zeros.
+    """
+    tasks_part, _, adversary_part = text.partition("## Adversaries")
+    adversaries: dict[str, dict[str, tuple[int, float, str]]] = defaultdict(dict)
+    for line in adversary_part.splitlines():
+        if line.startswith("| Weave-"):
+            task_id, run, runs, highest, _threshold, reasons = _cells(line)
+            if runs != "0":
+                adversaries[task_id][run] = (int(runs), float(highest), reasons)
+    stats = {}
+    for line in tasks_part.splitlines():
+        if not line.startswith("| Weave-"):
+            continue
+        cells = _cells(line)
+        task_id, (steps, oracle_s, first_reset_s, cached_reset_s, clean_runs) = cells[0], cells[6:11]
+        if clean_runs == "–":
+            continue
+        clean, runs = (int(n) for n in clean_runs.split("/"))
+        stats[task_id] = TaskStats(
+            task_id=task_id, runs=runs, clean=clean, oracle_steps=None if steps == "–" else int(steps),
+            oracle_s=_number(oracle_s), first_reset_s=_number(first_reset_s),
+            cached_reset_s=_number(cached_reset_s), adversaries=adversaries.get(task_id, {}))
+    return stats
