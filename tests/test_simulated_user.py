@@ -52,6 +52,7 @@ from weavegym.evaluators.scoring import Outcome
 from weavegym.evaluators.trajectory_rules import RuleContext
 from weavegym.machine.backends.libvirt_vm import LibvirtConfig, LibvirtVM
 from weavegym.machine.guest_client import GuestClient, WindowInfo
+from weavegym.testing.local_backend import LocalBackend
 from weavegym.testing.xvfb import XvfbDisplay
 
 HIDDEN = "Landscape A4, stapled at the top left."
@@ -396,6 +397,18 @@ def test_the_chat_is_not_scriptable_through_tk_send(xvfb: XvfbDisplay, chat_wind
                          capture_output=True, text=True, timeout=30, check=True).stdout
     own, interps = json.loads(out)
     assert interps == [own], f"the chat registered a Tk interpreter: {interps}"
+
+
+def test_the_local_backend_refuses_a_simulated_user_instead_of_adding_an_account_to_the_host() -> None:
+    """The local backend's guest is this host: a chat task must fail its reset, not run useradd here."""
+    assert subprocess.run(["id", SIM_USER], capture_output=True).returncode != 0, "precondition: no such account"
+    env = WeaveEnv(CHAT_TASK, backend=LocalBackend((640, 480)), screen_size=(640, 480), on_env_failure="raise")
+    try:
+        with pytest.raises(TaskError, match="separate accounts"):
+            env.reset(seed=0)
+    finally:
+        env.close()
+    assert subprocess.run(["id", SIM_USER], capture_output=True).returncode != 0, "the host gained the account"
 
 
 # ---- in a VM: the third account keeps the script and transcript from both episode accounts -----------------

@@ -31,11 +31,14 @@ from weavegym.machine.window_manager import nudge_window_manager
 
 class SetupContext:
     def __init__(self, client: GuestClient, task_id: str, seed: int, screen: tuple[int, int], *,
-                 feasible: bool = True) -> None:
+                 feasible: bool = True, separate_accounts: bool = True) -> None:
         self.client = client
         self.task_id = task_id
         self.seed = seed
         self.feasible = feasible  # False on the variants an Abstention task declares infeasible
+        # False where both channels are one account on a machine that is not weavegym's guest (the local
+        # backend runs the agent on the host itself): setup must not create accounts there.
+        self.separate_accounts = separate_accounts
         self.screen = screen
         self.rng = np.random.default_rng(seed)
         self.home = HOME

@@ -126,7 +126,14 @@ def _drawn(ctx: SetupContext, window: WindowInfo) -> bool:
 
 def start_simulated_user(ctx: SetupContext, script: UserScript, *, title: str, timeout: float = 120.0
                          ) -> WindowInfo:
-    """Put the chat window on the desktop, run by ``SIM_USER``; returns it once it shows the opening."""
+    """Put the chat window on the desktop, run by ``SIM_USER``; returns it once it shows the opening.
+
+    The account is created when missing, so this refuses a machine without weavegym's separate accounts: the
+    local backend's "guest" is the host itself, where a task must not add a login.
+    """
+    if not ctx.separate_accounts:
+        raise TaskError(f"{ctx.task_id} setup: a simulated user needs a guest with separate accounts (it adds "
+                        f"the {SIM_USER!r} account); this machine runs both channels as one account")
     ctx.run(f"id -u {SIM_USER} >/dev/null 2>&1 || useradd --create-home --shell /usr/sbin/nologin {SIM_USER}")
     ctx.run(["install", "-d", "-m", "0755", "-o", "root", "-g", "root", PROGRAM_DIR])
     ctx.write_file(PROGRAM, ctx.fixture(__package__, "sim_user_program.py"), owner="root")

@@ -127,7 +127,7 @@ class TaskSession:
         setup_start = time.monotonic()
         feasible = self.task.feasible(seed)
         prepared = self.task.setup(SetupContext(backend.client, self.task.id, seed, self.config.screen_size,
-                                                feasible=feasible))
+                                                feasible=feasible, separate_accounts=backend.separate_accounts))
         if not isinstance(prepared, Prepared):
             raise TaskError(f"{self.task.id}: setup must return a Prepared, not {type(prepared).__name__}")
         if self.task.abstention is not None:
