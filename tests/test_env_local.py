@@ -7,6 +7,7 @@ test (test_env_episode.py, test_env_gym.py); this tier is what makes iterating o
 
 from __future__ import annotations
 
+import re
 import secrets
 import subprocess
 import time
@@ -20,6 +21,8 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
+from weavegym.baselines.llm_agent import LLMAgent, LLMConfig
+from weavegym.baselines.policy import EpisodeStart
 from weavegym.core.deadline import wait_for
 from weavegym.core.errors import BackendError, EpisodeError
 from weavegym.envs.registration import SYNC_WRAPPER
@@ -28,6 +31,7 @@ from weavegym.envs.task import Channels, OracleContext, Prepared, Task
 from weavegym.envs.weave_env import WeaveEnv
 from weavegym.evaluators import Clause, Probe, Verdict
 from weavegym.testing.local_backend import LocalBackend
+from weavegym.testing.scripted_llm_server import ScriptedLLMServer
 
 pytestmark = pytest.mark.xvfb
 
@@ -365,5 +369,55 @@ def test_a_random_seed_plays_a_variant_of_the_pool_when_seeds_draw_variants() ->
         assert played <= {4, 9} and played, played
         _obs, info = env.reset(seed=12345)
         assert env.reset(seed=12345)[1]["task_seed"] == info["task_seed"]
+    finally:
+        env.close()
+
+
+def _last_output(messages: list[dict]) -> str | None:
+    """The command output the llm baseline showed in its newest user turn (None when it showed none)."""
+    for message in reversed(messages):
+        if message["role"] != "user":
+            continue
+        content = message["content"]
+        text = content if isinstance(content, str) else " ".join(p.get("text", "") for p in content)
+        found = re.search(r"Output of the last command \(exit code 0\):\n```\n(.*?)\n```", text, flags=re.S)
+        return (found.group(1).strip() or None) if found else None
+    return None
+
+
+@pytest.mark.parametrize("ending", ["answer", "give up"])
+def test_the_llm_baseline_answers_from_its_tools_output_or_gives_up_with_a_reason(ending: str) -> None:
+    """The llm baseline end to end on an answer task: its `done` carries the answer the "model" read from the
+    shell's output (not from the truth) and scores 1.0; its `fail` carries the reason into the record."""
+    env = WeaveEnv(ANSWER_TASK, backend=LocalBackend(SCREEN), screen_size=SCREEN, settle_stable_s=0.05)
+
+    def model(messages: list[dict]) -> dict:
+        output = _last_output(messages)
+        if output is None:
+            return {"name": "shell", "arguments": {"command": f"rev {folder}/word.txt"}}
+        if ending == "give up":
+            return {"name": "fail", "arguments": {"reason": f"{folder}/word.txt reads {output!r} reversed"}}
+        return {"name": "done", "arguments": {"answer": f"<answer>{output}</answer>"}}
+
+    try:
+        obs, info = env.reset(seed=5)
+        folder = env.prepared.params["folder"]
+        with ScriptedLLMServer(model) as server:
+            agent = LLMAgent(LLMConfig(base_url=server.url, model="scripted", api_key="test", timeout_s=30))
+            agent.start(EpisodeStart.from_env(env, obs, info, seed=5))
+            for _ in range(4):
+                obs, reward, terminated, truncated, info = env.step(agent.act(obs, info))
+                assert info["action_error"] is None, info["action_error"]
+                if terminated or truncated:
+                    break
+            agent.close()
+        end = env.trajectory.end()
+        answer = env.prepared.truth["answer"]
+        assert terminated and len(server.requests) == 2
+        if ending == "answer":
+            assert (reward, end.kind, end.answer) == (1.0, "done", f"<answer>{answer}</answer>")
+        else:
+            assert (reward, end.kind, end.answer) == (0.0, "fail", "")
+            assert end.reason == f"{folder}/word.txt reads {answer!r} reversed"
     finally:
         env.close()
