@@ -39,7 +39,7 @@ SCHEMA = ("CREATE TABLE accounts (account TEXT PRIMARY KEY, name TEXT NOT NULL, 
           "memo TEXT NOT NULL);")
 
 # The viewer's geometry (pixels inside its window): the fixture draws here, the oracle reads and clicks here.
-WIDTH, HEIGHT = 760, 610
+WIDTH, HEIGHT = 760, 590
 CANVAS = (10, 50, 740, 400)  # x, y, width, height in the window
 LINE_SCALE, TITLE_SCALE = 2, 3
 TITLE_AT = (12, 10)
