@@ -45,7 +45,7 @@ DB_DIR = "/srv/ledger"
 DB = f"{DB_DIR}/ledger.db"
 TITLE = "Statement Viewer"
 HEADER = "posted,ref,kind,amount_cents"
-WAIT_TRIES = 15
+WAIT_TRIES = 12
 MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
           "November", "December")
 
@@ -330,6 +330,6 @@ TASK = Task(
     withheld=("account", "closing", "missing", "batches"),
     oracle=oracle,
     apps=("python3-tk", "sqlite3"),
-    max_steps=40,
+    max_steps=60,  # the oracle takes 13-25 steps, and at most 4 x WAIT_TRIES waits for a redraw
     time_budget_s=900.0,
 )

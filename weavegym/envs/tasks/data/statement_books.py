@@ -23,7 +23,7 @@ import numpy as np
 from weavegym.envs.tasks.pixel_font import read_text
 
 YEAR = 2026
-ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # batch ids: no O/0 or I/1 for a reader of the dot matrix
+ALPHABET = "ABCDEFGHJKLMNPQRSTUWXYZ23456789"  # batch ids: no O/0, I/1 or V/U for a reader of the dot matrix
 EXPORTED = ("TRF", "CRD", "DD")  # what the daily export carries
 BY_HAND = ("CHG", "INT")  # what it never carries: the ledger gets these as MANUAL postings
 PREFIX = {"TRF": "T", "CRD": "K", "DD": "D", "CHG": "C", "INT": "N"}
