@@ -85,14 +85,14 @@ def setup(ctx: SetupContext) -> Prepared:
     def centre(box: Sequence[int]) -> list[int]:
         return [x + box[0] + box[2] // 2, y + box[1] + box[3] // 2]
 
-    targets = {"chat": list(entry_point(chat)), "show": centre(layout["show"]),
+    clicks = {"chat": list(entry_point(chat)), "show": centre(layout["show"]),
                "fields": [centre(box) for box in layout["fields"]], "send": centre(layout["send"])}
     replies = {t.name: t.reply for t in script.topics}
     assert script.change_of_mind is not None
     replies.update(change=script.change_of_mind.message, changed=script.change_of_mind.new_reply)
     del p["orders"]  # in the database; the truth keeps its sums
     return Prepared(params={"requester": p["requester"]}, truth={
-        **p, "expected": expected_rows(p), "window": window, "layout": layout, "targets_at": targets,
+        **p, "expected": expected_rows(p), "window": window, "layout": layout, "clicks": clicks,
         "replies": replies, "change_topic": script.change_of_mind.topic})
 
 
@@ -327,7 +327,7 @@ def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
     The requester's answers come from ``truth["replies"]``, the texts the chat window shows: the chat is
     anti-aliased Tk text, which cannot be read back off ``obs["screen"]`` exactly.
     """
-    t, truth = ctx.truth["targets_at"], ctx.truth
+    t, truth = ctx.truth["clicks"], ctx.truth
     yield {"kind": "click", "x": t["chat"][0], "y": t["chat"][1]}
     for question in QUESTIONS:
         yield {"kind": "type", "text": question}
