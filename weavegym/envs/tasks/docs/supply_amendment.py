@@ -63,7 +63,7 @@ def layout() -> dict[str, Any]:
     """Where the viewer puts everything, the same for every seed (so none of it says anything secret)."""
     return {"width": WIDTH, "height": HEIGHT, "canvas": list(CANVAS), "scale": SCALE, "text_x": TEXT_X,
             "header_y": HEADER_Y, "rule_y": RULE_Y, "first_line_y": FIRST_LINE_Y, "line_h": LINE_H,
-            "buttons": [[10, 12 + i * 44, 110, 36] for i in range(PAGES)], "entry": [330, 518, 220, 32],
+            "buttons": [[10, 12 + i * 44, 110, 36] for i in range(PAGES)], "entry": [356, 518, 220, 32],
             "approve": [690, 516, 200, 36], "status_y": 562}
 
 
@@ -118,8 +118,9 @@ def _open_viewer(ctx: SetupContext, pages: list[list[str]]) -> list[int]:
     ctx.write_file(DOC_IN, json.dumps({"pages": pages, "layout": layout()}), owner="root", mode=0o600)
     ctx.launch_gui(f"{{as_user}} python3 {APP} < {DOC_IN} > {RECORD}", name="documentviewer")
     window = ctx.wait_window(f"^{TITLE}$").geometry
-    try:  # mapped is not drawn (TCG): wait until the cover's header and last line read back
-        wait_for(lambda: _drawn(ctx.client.screenshot().image, window, pages[0]), 120,
+    try:  # mapped is not drawn (TCG): wait until the cover's header and last line read back (the pointer,
+        # which starts in the screen's middle, would cover a letter)
+        wait_for(lambda: _drawn(ctx.client.screenshot(hide_cursor=True).image, window, pages[0]), 120,
                  what="the Document Viewer's cover drawn", max_poll=1.0)
     except TimeoutError as exc:
         raise TaskError(f"{ctx.task_id} setup: {exc}") from None
