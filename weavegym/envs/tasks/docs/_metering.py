@@ -31,6 +31,11 @@ SUPPLIERS = ("Helio Energy Supply plc", "Meridian Power Ltd", "Greenfield Utilit
 KINDS = ("total", "cap", "sites")
 
 
+def kind_of(seed: int) -> str:
+    """The seed's question: consecutive seeds cycle through the kinds, and so do seeds three apart (0, 3, 6)."""
+    return KINDS[(seed + seed // 3) % len(KINDS)]
+
+
 # -- the bill: self-contained, shipped to the guest as the oracle's program ---------------------------------
 
 

@@ -188,7 +188,7 @@ def question(kind: str) -> str:
 
 
 def setup(ctx: SetupContext) -> Prepared:
-    kind = metering.KINDS[ctx.seed % len(metering.KINDS)]
+    kind = metering.kind_of(ctx.seed)
     world = metering.make_world(ctx.rng)
     pages, at = document(world, ctx.rng)
     right, plain = metering.expected(world, world["amendment"]), metering.expected(world, None)
