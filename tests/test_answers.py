@@ -126,3 +126,11 @@ def test_done_carries_an_answer_in_every_form_and_the_trajectory_keeps_it() -> N
     assert _trajectory("click(1, 2)", 'done("<answer>7</answer>")').end() == EpisodeEnd("done", "<answer>7</answer>")
     assert _trajectory('fail("no backup")').end() == EpisodeEnd("fail", reason="no backup")
     assert _trajectory("click(1, 2)").end() == EpisodeEnd()  # cut short: no ending of the agent's own
+
+
+def test_number_evidence_shows_every_digit_of_both_sides() -> None:
+    """A cent off must be visible in the evidence: 11578.78 expected, 11578.8 answered, are not the same text."""
+    verdict = check_number("11578.8 EUR", 11578.78, abs_tol=0.01, unit="eur")
+    assert verdict.outcome == Outcome.FAILED
+    assert "reads as 11578.8 eur" in verdict.evidence and "expected 11578.78 eur" in verdict.evidence
+    assert "expected 1536 B" in check_number("1.5 KiB", 1536, unit="B").evidence

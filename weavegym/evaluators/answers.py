@@ -82,7 +82,7 @@ def check_number(answer: str, expected: float, *, rel_tol: float = 0.0, abs_tol:
     kind fails; an answer without a unit is read in ``unit``.
     """
     found = parse_quantity(answer)
-    want = f"{expected:g}{' ' + unit if unit else ''}"
+    want = f"{_figure(expected)}{' ' + unit if unit else ''}"
     if found is None:
         return Verdict.failed(f"no number in the answer {_shown(answer)}; expected {want}")
     value, said = found
@@ -95,8 +95,13 @@ def check_number(answer: str, expected: float, *, rel_tol: float = 0.0, abs_tol:
         value = value * have_factor / want_factor
     ok = math.isclose(value, expected, rel_tol=rel_tol, abs_tol=abs_tol)
     tolerance = f" (tolerance: {rel_tol:g} relative, {abs_tol:g} absolute)" if rel_tol or abs_tol else ""
-    return Verdict.check(ok, f"the answer {_shown(answer)} reads as {value:g}{' ' + unit if unit else ''}; "
+    return Verdict.check(ok, f"the answer {_shown(answer)} reads as {_figure(value)}{' ' + unit if unit else ''}; "
                              f"expected {want}{tolerance}")
+
+
+def _figure(value: float) -> str:
+    """Every significant digit a float carries (``:g`` keeps six, so 11578.78 would show as 11578.8)."""
+    return f"{value:.15g}"
 
 
 # ---- text and lists ---------------------------------------------------------------------------------------
