@@ -19,28 +19,30 @@ from weavegym.core.deadline import wait_for
 from weavegym.core.trajectory import FrameRecord, StepRecord, Trajectory
 from weavegym.envs import sim_user_program as program
 from weavegym.envs.tasks import pixel_font
-from weavegym.envs.tasks.design import event_banner as banner_task
-from weavegym.envs.tasks.design.event_banner import (
+from weavegym.envs.tasks.design import brand_kit_window as kit_window
+from weavegym.envs.tasks.design.brand_kit_window import (
     GUIDELINES,
-    HIDDEN,
     MARK,
+    ROW_Y,
+    find_origin,
+    kit_drawn,
+    kit_layout,
+    read_palette,
+    read_status,
+)
+from weavegym.envs.tasks.design.event_banner import (
+    HIDDEN,
     PNG_MAGIC,
     QUESTIONS,
-    ROW_Y,
     TASK,
     UNREAD,
-    find_origin,
     hex_colour,
     judge_approval,
     judge_pixels,
     judge_png,
-    kit_drawn,
-    kit_layout,
     magick_command,
     parse_replies,
     plan,
-    read_palette,
-    read_status,
     rgb_of,
     stripe_top,
     user_script,
@@ -89,7 +91,7 @@ def test_each_seed_has_a_drawable_distinct_palette_and_exactly_one_change(seed: 
     palette = banner["palette"]
     names = [name for name, _code in palette]
     assert len(palette) == len(ROW_Y) == len(set(names))
-    assert all(len(name) <= banner_task.NAME_CHARS and pixel_font.unsupported(name + code) == ""
+    assert all(len(name) <= kit_window.NAME_CHARS and pixel_font.unsupported(name + code) == ""
                for name, code in palette)
     colours = [np.array(rgb_of(code)) for _name, code in palette]
     assert all(int(c.max()) <= 200 for c in colours)  # white text stays readable on every one
@@ -289,7 +291,7 @@ def test_the_brand_kit_shows_its_palette_only_after_the_tab_and_records_the_requ
         xvfb: XvfbDisplay, client: GuestClient, tmp_path: Path) -> None:
     banner = _banner(2)
     layout = kit_layout(40, 30)
-    folder = Path(banner_task.__file__).parent
+    folder = Path(kit_window.__file__).parent
     shutil.copy(folder / "fixtures" / "brand_kit.py", tmp_path)
     shutil.copy(Path(pixel_font.__file__), tmp_path)
     record = tmp_path / "record.json"
