@@ -53,7 +53,7 @@ from weavegym.testing.xvfb import XvfbDisplay
 
 
 def _banner(seed: int) -> dict:
-    return plan(np.random.default_rng(seed))
+    return plan(np.random.default_rng(seed), seed)
 
 
 def _chat(seed: int, messages: list[str] | tuple[str, ...]) -> list[dict]:
@@ -81,7 +81,7 @@ def test_every_seed_varies_palette_headline_sizes_colours_and_the_change() -> No
     assert len({json.dumps(b["palette"]) for b in banners}) == 12
     assert len({b["headline"] for b in banners}) == 12
     assert len({tuple(map(tuple, b["sizes"])) for b in banners}) >= 6
-    assert {b["change"] for b in banners} == {"size", "background", "accent"}
+    assert [_banner(seed)["change"] for seed in (0, 3, 6)] == ["size", "background", "accent"]
     assert _banner(3) == _banner(3)
 
 
@@ -212,6 +212,7 @@ def test_judge_approval_wants_the_file_its_current_digest_and_the_headline() -> 
               "headline": banner["headline"].lower() + " "}
     assert judge_approval(record, digest, banner)[0]
     assert judge_approval({**record, "file": f"~/banners/{banner['file']}"}, digest, banner)[0]
+    assert judge_approval({**record, "sha256": f"{digest}  {banner['file']}"}, digest, banner)[0]  # sha256sum's line
     assert not judge_approval({**record, "file": "~/banners/other.png"}, digest, banner)[0]
     ok, why = judge_approval(record, hashlib.sha256(b"redrawn since").hexdigest(), banner)
     assert not ok and "does not match" in why

@@ -90,15 +90,19 @@ def _palette(rng: np.random.Generator) -> list[list[str]]:
     raise TaskError("Weave-Design-4: no palette of six distinct colours")
 
 
-def plan(rng: np.random.Generator) -> dict[str, Any]:
-    """One seed's banner: the requester, event, headline, palette, sizes, colours and what changes."""
+def plan(rng: np.random.Generator, seed: int) -> dict[str, Any]:
+    """One seed's banner: the requester, event, headline, palette, sizes, colours and what changes.
+
+    What the requester changes their mind about goes round by the seed rather than by chance: each kind comes
+    up equally often, and seeds 0, 3 and 6 (the ones validated) show all three.
+    """
     event = EVENTS[int(rng.integers(len(EVENTS)))]
     day = dt.date(2027, 3, 1) + dt.timedelta(days=int(rng.integers(0, 240)))
     headline = f"{event} - {day.strftime('%a').upper()} {day.day} {day.strftime('%b').upper()}"
     palette = _palette(rng)
     bg, accent, other = (palette[int(i)][0] for i in rng.choice(len(palette), 3, replace=False))
     first, second = (list(SIZES[int(i)]) for i in rng.choice(len(SIZES), 2, replace=False))
-    change = CHANGES[int(rng.integers(len(CHANGES)))]
+    change = CHANGES[(seed // 3) % len(CHANGES)]
     return {"requester": REQUESTERS[int(rng.integers(len(REQUESTERS)))], "event": event, "headline": headline,
             "file": event.lower().replace(" ", "-") + "-banner.png", "palette": palette, "change": change,
             "sizes": [first, second if change == "size" else first],
@@ -142,7 +146,7 @@ def user_script(banner: Mapping[str, Any]) -> UserScript:
 # ---- setup -------------------------------------------------------------------------------------------------
 
 def setup(ctx: SetupContext) -> Prepared:
-    banner = plan(ctx.rng)
+    banner = plan(ctx.rng, ctx.seed)
     script = user_script(banner)
     # Only the shell may write the banner (a desktop terminal cannot: 2755), and it belongs to the shell's account.
     ctx.run(["install", "-d", "-m", "2755", "-o", WORKSPACE_USER, "-g", SHARED_GROUP, BANNERS])
@@ -238,7 +242,7 @@ def judge_approval(record: Mapping[str, Any] | None, digest: str | None, truth: 
     if record is None:
         return False, "no banner was submitted for approval in the Brand Kit"
     named = record["file"].replace("\\", "/").rsplit("/", 1)[-1] == truth["file"]
-    same = digest is not None and record["sha256"].strip().lower() == digest
+    same = digest is not None and (record["sha256"].split() or [""])[0].lower() == digest  # a pasted line too
     headline = normalize_text(record["headline"]) == normalize_text(truth["headline"])
     return named and same and headline, (
         f"the request names {record['file']!r} ({'right' if named else 'expected ' + truth['file']}), "
