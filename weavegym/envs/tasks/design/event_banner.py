@@ -70,6 +70,8 @@ SIZES = ((1200, 400), (1500, 500), (1600, 400), (1280, 320), (1000, 300), (1920,
          (1800, 600), (960, 320))
 REQUESTERS = ("Alex", "Robin", "Sam", "Kim", "Jordan", "Charlie")
 CHANGES = ("size", "background", "accent")
+
+
 # ---- what each seed varies ---------------------------------------------------------------------------------
 
 def hex_colour(rgb: Sequence[int]) -> str:
@@ -418,7 +420,7 @@ TASK = Task(
     oracle=oracle,
     apps=("python3-tk", "imagemagick", "sha256sum"),
     max_steps=60,
-    time_budget_s=900.0,
+    time_budget_s=1200.0,  # the oracle needs 22 steps, 168 s on a quiet host and 475 s on a loaded one
     simulated_user=True,
     # The banner is drawn with ImageMagick (xc:, -draw, -annotate): the work itself, and there is no
     # screenshot deliverable here for the default pattern to guard.
