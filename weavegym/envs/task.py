@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from weavegym.core.errors import TaskError
+from weavegym.evaluators.cli_patterns import DEFAULT_FORBIDDEN
 from weavegym.evaluators.provenance import CHANNEL_NAMES as CHANNEL_NAMES
 from weavegym.evaluators.provenance import Deliverable
 
@@ -133,6 +134,10 @@ class Task:
     # Setup puts a scripted user on the desktop (envs/simulated_user.py, start_simulated_user): its account may
     # be on the X access list, and the episode's last step adds the chat to info["transcript"].
     simulated_user: bool = False
+    # Names of default forbidden patterns (evaluators/cli_patterns.py) that are this task's work, not a trick:
+    # a banner the shell must draw with ImageMagick trips "synthetic image (ImageMagick)". Only for tasks
+    # with no screenshot deliverable the waived pattern would guard.
+    waived_patterns: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if TASK_ID.match(self.id) is None:
@@ -143,6 +148,9 @@ class Task:
             raise TaskError(f"{self.id}: max_steps and time_budget_s must be positive")
         if not 0 < self.pass_threshold <= 1:
             raise TaskError(f"{self.id}: pass_threshold must be in (0, 1]")
+        unknown = sorted(set(self.waived_patterns) - {p.name for p in DEFAULT_FORBIDDEN})
+        if unknown:
+            raise TaskError(f"{self.id}: waived_patterns names no default forbidden pattern: {unknown}")
         if self.abstention is not None and self.abstention.seeds(False, 1, 0) == []:
             raise TaskError(f"{self.id}: the abstention declares no infeasible seed among the first 10 000")
 

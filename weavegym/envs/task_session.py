@@ -75,7 +75,7 @@ class TaskSession:
         """Score the machine's current state against the task (the env calls this when an episode ends)."""
         if trajectory is None or self.prepared is None or backend is None or backend.client is None:
             raise EpisodeError("nothing to evaluate: call reset() first")
-        rules: tuple[Any, ...] = (ForbiddenPatterns(), *self.task.rules)
+        rules: tuple[Any, ...] = (ForbiddenPatterns(waive=self.task.waived_patterns), *self.task.rules)
         clauses, deliverables = episode_clauses(self.task, self.prepared.truth)
         # Where the guest keeps the channels apart (always, on weavegym's image), hold the episode to it. A
         # machine without a workspace account (ssh backend) runs both channels as one account: no provenance.

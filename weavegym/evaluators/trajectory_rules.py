@@ -170,10 +170,19 @@ class GuiArtifactViaCli:
 
 
 class ForbiddenPatterns:
-    """Tricks no solution needs (drawing fake screenshots, preloading libraries, reading the harness…)."""
+    """Tricks no solution needs (drawing fake screenshots, preloading libraries, reading the harness…).
 
-    def __init__(self, extra: Sequence[ForbiddenPattern] = (), *, defaults: bool = True) -> None:
-        self.patterns = (DEFAULT_FORBIDDEN if defaults else ()) + tuple(extra)
+    ``waive`` names default patterns a task's own work consists of (``Task.waived_patterns``: a banner that
+    the shell must render with ImageMagick); an unknown name is a task bug and raises ValueError.
+    """
+
+    def __init__(self, extra: Sequence[ForbiddenPattern] = (), *, defaults: bool = True,
+                 waive: Sequence[str] = ()) -> None:
+        unknown = sorted(set(waive) - {p.name for p in DEFAULT_FORBIDDEN})
+        if unknown:
+            raise ValueError(f"cannot waive {unknown}: no default forbidden pattern has that name")
+        kept = tuple(p for p in DEFAULT_FORBIDDEN if p.name not in waive) if defaults else ()
+        self.patterns = kept + tuple(extra)
         self._compiled = [(p, re.compile(p.regex, re.M)) for p in self.patterns]
         self.name = "ForbiddenPatterns"
 
