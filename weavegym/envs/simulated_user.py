@@ -158,6 +158,30 @@ def start_simulated_user(ctx: SetupContext, script: UserScript, *, title: str, t
     return window
 
 
+def move_chat(ctx: SetupContext, chat: WindowInfo, x: int, y: int, timeout: float = 60.0) -> WindowInfo:
+    """Move the chat window to (x, y) and return it once the window manager has put it there.
+
+    The window manager centres a new window, so the chat lands on top of the task's own window, and an
+    oracle that clicks the chat would raise it over the pixels it must read: tasks park it beside theirs.
+    """
+    ctx.run(["env", "DISPLAY=:0", "xdotool", "windowmove", str(chat.id), str(x), str(y)], user=ctx.user)
+
+    def moved() -> WindowInfo | None:  # the frame's decoration may shift the client a few pixels
+        found = next((w for w in ctx.client.list_windows(timeout=10)[0] if w.id == chat.id), None)
+        return found if found is not None and found.x >= x - 16 else None
+
+    try:
+        return wait_for(moved, timeout, what=f"the chat moved to x={x}", max_poll=0.5)
+    except TimeoutError as exc:
+        raise TaskError(f"{ctx.task_id} setup: {exc}") from None
+
+
+def move_chat_beside(ctx: SetupContext, chat: WindowInfo, window: Sequence[int]) -> WindowInfo:
+    """Park the chat at the screen's right, clear of ``window`` ([x, y, width, height]), centred vertically."""
+    x = max(window[0] + window[2] + 24, ctx.screen[0] - chat.width - 8)
+    return move_chat(ctx, chat, x, max(0, (ctx.screen[1] - chat.height) // 2))
+
+
 # ---- the transcript ----------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from weavegym.envs.simulated_user import (
     asked_before,
     changed_mind,
     entry_point,
+    move_chat,
     read_transcript,
     start_simulated_user,
 )
@@ -55,7 +56,6 @@ from weavegym.envs.tasks.dialogs import json_record
 from weavegym.evaluators import Clause, Probe, Verdict
 from weavegym.evaluators.answers import parse_quantity
 from weavegym.evaluators.provenance import Deliverable
-from weavegym.machine.guest_client import WindowInfo
 
 DB = f"{HOME}/sales.db"
 EXTRACT = f"{HOME}/review-extract.csv"
@@ -78,7 +78,9 @@ def setup(ctx: SetupContext) -> Prepared:
     script = user_script(p)
     # The workspace account's alone (0600): a terminal on the desktop runs as the desktop account and cannot read it.
     ctx.write_file(DB, database_bytes(SCHEMA, {"orders": p["orders"]}), owner=WORKSPACE_USER, mode=0o600)
-    chat = _to_the_right(ctx, start_simulated_user(ctx, script, title=CHAT_TITLE))
+    # At the screen's right edge before the board opens at the left: centred, the chat would cover it.
+    chat = start_simulated_user(ctx, script, title=CHAT_TITLE)
+    chat = move_chat(ctx, chat, ctx.screen[0] - chat.width - 8, max(0, chat.y))
     window, layout = _open_board(ctx, p)
     x, y = window[0], window[1]
 
@@ -94,23 +96,6 @@ def setup(ctx: SetupContext) -> Prepared:
     return Prepared(params={"requester": p["requester"]}, truth={
         **p, "expected": expected_rows(p), "window": window, "layout": layout, "clicks": clicks,
         "replies": replies, "change_topic": script.change_of_mind.topic})
-
-
-def _to_the_right(ctx: SetupContext, chat: WindowInfo) -> WindowInfo:
-    """Move the chat to the screen's right edge before the board opens at the left: the window manager centres
-    it, where it would cover the board, and an oracle that clicks the chat would raise it over the targets."""
-    x = ctx.screen[0] - chat.width - 8
-    ctx.run(["env", "DISPLAY=:0", "xdotool", "windowmove", str(chat.id), str(x), str(max(0, chat.y))],
-            user=ctx.user)
-
-    def moved() -> WindowInfo | None:
-        found = next((w for w in ctx.client.list_windows(timeout=10)[0] if w.id == chat.id), None)
-        return found if found is not None and found.x >= x - 16 else None
-
-    try:
-        return wait_for(moved, 60, what="the chat moved to the screen's right", max_poll=0.5)
-    except TimeoutError as exc:
-        raise TaskError(f"{ctx.task_id} setup: {exc}") from None
 
 
 def _open_board(ctx: SetupContext, p: Mapping[str, Any]) -> tuple[list[int], dict[str, Any]]:

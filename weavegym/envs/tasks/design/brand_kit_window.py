@@ -19,7 +19,6 @@ from weavegym.core.deadline import wait_for
 from weavegym.core.errors import TaskError
 from weavegym.envs.setup_context import PRIVATE_DIR, SetupContext
 from weavegym.envs.tasks import pixel_font
-from weavegym.machine.guest_client import WindowInfo
 
 APP_DIR = "/usr/local/share/brandkit"
 APP = f"{APP_DIR}/brand_kit.py"
@@ -69,22 +68,6 @@ def wait_kit(ctx: SetupContext, window: list[int]) -> None:
     try:
         wait_for(lambda: kit_drawn(ctx.client.screenshot(hide_cursor=True).image, window), 120,
                  what="the Brand Kit drawn", max_poll=1.0)
-    except TimeoutError as exc:
-        raise TaskError(f"{ctx.task_id} setup: {exc}") from None
-
-
-def place_chat_beside(ctx: SetupContext, chat: WindowInfo, kit: list[int]) -> WindowInfo:
-    """Move the chat to the screen's right, clear of the Brand Kit (the window manager centres it over it)."""
-    x = max(kit[0] + kit[2] + 24, ctx.screen[0] - chat.width - 8)
-    y = max(0, (ctx.screen[1] - chat.height) // 2)
-    ctx.run(["env", "DISPLAY=:0", "xdotool", "windowmove", str(chat.id), str(x), str(y)], user=ctx.user)
-
-    def moved() -> WindowInfo | None:
-        found = next((w for w in ctx.client.list_windows(timeout=10)[0] if w.id == chat.id), None)
-        return found if found is not None and found.x >= kit[0] + kit[2] else None
-
-    try:
-        return wait_for(moved, 60, what="the chat moved beside the Brand Kit", max_poll=0.5)
     except TimeoutError as exc:
         raise TaskError(f"{ctx.task_id} setup: {exc}") from None
 

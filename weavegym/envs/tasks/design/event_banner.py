@@ -36,6 +36,7 @@ from weavegym.envs.simulated_user import (
     asked_before,
     changed_mind,
     entry_point,
+    move_chat_beside,
     read_transcript,
     start_simulated_user,
 )
@@ -43,7 +44,6 @@ from weavegym.envs.task import ActionLike, Channels, OracleContext, Prepared, Ta
 from weavegym.envs.tasks.design.brand_kit_window import (
     RECORD,
     open_kit,
-    place_chat_beside,
     read_palette,
     read_status,
     wait_kit,
@@ -153,7 +153,7 @@ def setup(ctx: SetupContext) -> Prepared:
     # Only the shell may write the banner (a desktop terminal cannot: 2755), and it belongs to the shell's account.
     ctx.run(["install", "-d", "-m", "2755", "-o", WORKSPACE_USER, "-g", SHARED_GROUP, BANNERS])
     window, layout = open_kit(ctx, banner["palette"])
-    chat = place_chat_beside(ctx, start_simulated_user(ctx, script, title=CHAT_TITLE), window)
+    chat = move_chat_beside(ctx, start_simulated_user(ctx, script, title=CHAT_TITLE), window)
     wait_kit(ctx, window)  # uncovered again once the chat moved
     x, y = window[0], window[1]
 

@@ -37,6 +37,7 @@ from weavegym.envs.simulated_user import (
     asked_before,
     changed_mind,
     entry_point,
+    move_chat_beside,
     read_transcript,
     start_simulated_user,
 )
@@ -45,7 +46,6 @@ from weavegym.envs.tasks import pixel_font
 from weavegym.envs.tasks.dialogs import json_record
 from weavegym.evaluators import Clause, Probe, Verdict
 from weavegym.evaluators.provenance import Deliverable
-from weavegym.machine.guest_client import WindowInfo
 
 ROSTER = f"{HOME}/team-roster.csv"
 ORDER = f"{HOME}/lunch-order.csv"
@@ -214,7 +214,7 @@ def setup(ctx: SetupContext) -> Prepared:
     # The workspace account's alone (0600): a terminal on the desktop runs as the desktop account and cannot read it.
     ctx.write_file(ROSTER, "name,diet\n" + rows, owner=WORKSPACE_USER, mode=0o600)
     window, layout = _open_menu(ctx, lunch["menu"])
-    chat = _beside(ctx, start_simulated_user(ctx, script, title=CHAT_TITLE), window)
+    chat = move_chat_beside(ctx, start_simulated_user(ctx, script, title=CHAT_TITLE), window)
     _wait_menu(ctx, window, lunch["menu"])  # uncovered again once the chat moved
     x, y = window[0], window[1]
     qty = [[x + b[0] + b[2] // 2, y + b[1] + b[3] // 2] for b in layout["qty"]]
@@ -251,23 +251,6 @@ def _wait_menu(ctx: SetupContext, window: list[int], menu: list[Dish]) -> None:
     try:
         wait_for(lambda: read_menu(ctx.client.screenshot(hide_cursor=True).image, window, len(menu)) == menu, 120,
                  what="the caterer's menu drawn", max_poll=1.0)
-    except TimeoutError as exc:
-        raise TaskError(f"{ctx.task_id} setup: {exc}") from None
-
-
-def _beside(ctx: SetupContext, chat: WindowInfo, menu: list[int]) -> WindowInfo:
-    """Move the chat to the screen's right, clear of the menu: the window manager centres it, over the menu,
-    and an oracle that clicks the chat would raise it over the text it must read."""
-    x = max(menu[0] + menu[2] + 24, ctx.screen[0] - chat.width - 8)
-    y = max(0, (ctx.screen[1] - chat.height) // 2)
-    ctx.run(["env", "DISPLAY=:0", "xdotool", "windowmove", str(chat.id), str(x), str(y)], user=ctx.user)
-
-    def moved() -> WindowInfo | None:
-        found = next((w for w in ctx.client.list_windows(timeout=10)[0] if w.id == chat.id), None)
-        return found if found is not None and found.x >= menu[0] + menu[2] else None
-
-    try:
-        return wait_for(moved, 60, what="the chat moved beside the menu", max_poll=0.5)
     except TimeoutError as exc:
         raise TaskError(f"{ctx.task_id} setup: {exc}") from None
 
