@@ -247,8 +247,11 @@ def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
                                        f">/dev/null 2>&1; git bisect log > {BISECT_LOG}; git bisect reset >/dev/null "
                                        f"2>&1; grep 'first bad commit' {BISECT_LOG}"}
     found = FOUND.search((ctx.obs or {}).get("terminal", ""))
-    culprit = found[1] if found else ""
-    if in_range and culprit:
+    if found is None:
+        yield {"kind": "fail", "reason": f"git bisect named no culprit for the {endpoint} latency check"}
+        return
+    culprit = found[1]
+    if in_range:
         yield {"kind": "shell", "command": f"cd {repo} && git switch -q -c hotfix main && git revert --no-edit "
                                            f"{culprit} && {check}"}
     yield {"kind": "click", "x": targets["tabs"][2][0], "y": targets["tabs"][2][1]}
@@ -303,7 +306,8 @@ TASK = Task(
         Clause("bisect_logged", "~/bisect.log is a git bisect log that found the culprit", check_bisect_log),
         Clause("hotfix_reverts_culprit", "branch hotfix is a clean git revert of the culprit on main's tip",
                check_hotfix, weight=2.0, critical=True, cap=0.5),
-        Clause("main_unchanged", "main still points at its old tip", check_main),
+        Clause("main_unchanged", "main still points at its old tip", check_main, weight=0.0, critical=True,
+               cap=0.5),
         Clause("culprit_blamed", "the Blame tab records the culprit, in range", check_blamed, weight=2.0,
                critical=True, cap=0.5),
     ),
@@ -319,7 +323,8 @@ TASK = Task(
             Clause("culprit_blamed_outside", "the Blame tab records the real culprit, not in range",
                    check_blamed_outside, weight=2.0, critical=True, cap=0.5),
             Clause("bisect_logged", "~/bisect.log is a git bisect log that found the real culprit", check_bisect_log),
-            Clause("main_unchanged", "main still points at its old tip: nothing was reverted", check_main),
+            Clause("main_unchanged", "main still points at its old tip: nothing was reverted", check_main,
+                   critical=True, cap=0.5),
         ),
         deliverables=(
             Deliverable(RECORD, "gui", owner="root", description="the dashboard's Blame record (captured by setup)"),
