@@ -93,6 +93,8 @@ def test_the_built_repository_bisects_to_the_culprit_and_reverts_cleanly(seed: i
     # Three endpoints over budget at the tip: the shell alone cannot tell which one the incident is about.
     assert {e: _check(repo, "main", e) for e in h.endpoints} == {
         e: int(e == h.incident or e in h.decoys) for e in h.endpoints}
+    # The endpoint as the dashboard prints it is the same endpoint; an unknown one is no verdict (bisect stops).
+    assert _check(repo, "main", "/" + h.incident.upper()) == 1 and _check(repo, "main", "nope") == 128
     good, bad, root = h.last_good, h.first_bad_tag, shas[0]
     assert _check(repo, bad, h.incident) == 1 and _check(repo, root, h.incident) == 0
     if not INFEASIBLE(seed):

@@ -82,8 +82,8 @@ class Database:
 '''
 CHECK_PY = '''"""Replay a fixed workload against one endpoint and compare its p95 latency with the endpoint's budget.
 
-Usage (in the repository): python3 checks/latency.py ENDPOINT
-Exit status 0: within budget; 1: over budget (git bisect run counts that as bad).
+Usage (in the repository): python3 checks/latency.py ENDPOINT   (orders, /orders and ORDERS are one endpoint)
+Exit status 0: within budget; 1: over budget (git bisect run counts that as bad); 128: no such endpoint.
 """
 
 import configparser
@@ -109,9 +109,13 @@ class Tables(dict):
 
 
 def main() -> int:
-    endpoint = sys.argv[1]
     budgets = configparser.ConfigParser()
     budgets.read(ROOT / "checks" / "budgets.ini")
+    endpoint = sys.argv[1].strip("/").lower() if len(sys.argv) == 2 else ""
+    if not budgets.has_option("p95_ms", endpoint):
+        known = ", ".join(budgets.options("p95_ms"))
+        print(f"usage: python3 checks/latency.py ENDPOINT (one of: {known})", file=sys.stderr)
+        return 128  # no verdict: git bisect run stops here instead of calling the commit bad
     budget = budgets.getfloat("p95_ms", endpoint)
     handler = importlib.import_module(f"app.{endpoint}")
     rng, tables, times = random.Random(2026), Tables(), []
