@@ -55,6 +55,7 @@ HEAD_Y, FIRST_ROW_Y, ROW_H, MAX_ROWS = 56, 84, 32, 10
 COMMIT, IN_RANGE, OUT_OF_RANGE = [12, 90, 420, 32], [12, 140, 600, 30], [12, 180, 600, 30]
 RECORD_BOX = [12, 236, 140, 36]
 WAIT_TRIES = 20
+SLOW_STEP_S = 480  # a bisect over 40 commits runs python at each step: minutes under TCG on a loaded host
 
 
 def layout() -> dict[str, Any]:
@@ -239,13 +240,13 @@ def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
     good, bad = ends
     check = f"python3 checks/latency.py {endpoint}"
     yield {"kind": "shell", "command": f'cd {repo} && for t in {good} {bad}; do git checkout -q "$t" && {check}; '
-                                       'echo "CHECK $t $?"; done; git checkout -q main'}
+                                       'echo "CHECK $t $?"; done; git checkout -q main', "timeout": SLOW_STEP_S}
     verdicts = dict(CHECKED.findall((ctx.obs or {}).get("terminal", "").replace("\r", "")))
     in_range = verdicts.get(good) == "0"
     start = f"{bad} {good}" if in_range else f"{good} $(git rev-list --max-parents=0 HEAD)"
     yield {"kind": "shell", "command": f"cd {repo} && git bisect start {start} >/dev/null && git bisect run {check} "
                                        f">/dev/null 2>&1; git bisect log > {BISECT_LOG}; git bisect reset >/dev/null "
-                                       f"2>&1; grep 'first bad commit' {BISECT_LOG}"}
+                                       f"2>&1; grep 'first bad commit' {BISECT_LOG}", "timeout": SLOW_STEP_S}
     found = FOUND.search((ctx.obs or {}).get("terminal", ""))
     if found is None:
         yield {"kind": "fail", "reason": f"git bisect named no culprit for the {endpoint} latency check"}
@@ -253,7 +254,7 @@ def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
     culprit = found[1]
     if in_range:
         yield {"kind": "shell", "command": f"cd {repo} && git switch -q -c hotfix main && git revert --no-edit "
-                                           f"{culprit} && {check}"}
+                                           f"{culprit} && {check}", "timeout": SLOW_STEP_S}
     yield {"kind": "click", "x": targets["tabs"][2][0], "y": targets["tabs"][2][1]}
     for _ in range(WAIT_TRIES):
         if read_title(ctx.obs["screen"], page) == "BLAME":
