@@ -14,7 +14,7 @@ import pytest
 
 from weavegym.core.errors import TaskError
 from weavegym.envs.setup_context import SetupContext
-from weavegym.envs.task import CAUSES, FEASIBLE, Abstention, Channels, OracleContext, Prepared, Task
+from weavegym.envs.task import CANDIDATES, CAUSES, FEASIBLE, Abstention, Channels, OracleContext, Prepared, Task
 from weavegym.envs.weave_env import WeaveEnv
 from weavegym.evaluators import Clause, Probe, Verdict
 from weavegym.ops.validation import INFEASIBLE, schedule, validate_task
@@ -135,6 +135,44 @@ def test_setup_must_agree_with_the_declared_kind_of_its_variant() -> None:
         env.close()
     with pytest.raises(TaskError, match="no infeasible seed"):
         replace(TASK, abstention=Abstention(infeasible=lambda seed: False))
+
+
+def _one_of_many(extra: int, cause_listed: bool = True):
+    """The test task with ``truth["candidates"]``: its backups and ``extra`` older ones the vault forgot."""
+    def setup(ctx: SetupContext) -> Prepared:
+        prepared = _setup(ctx)
+        if ctx.feasible:
+            return prepared
+        older = [f"db-old{i}.bak" for i in range(extra)]
+        listed = older + (prepared.truth[CAUSES] if cause_listed else [])
+        return Prepared(prepared.params, {**prepared.truth, CANDIDATES: listed})
+    return replace(TASK, setup=setup, abstention=replace(TASK.abstention, candidates=True))
+
+
+def test_a_shotgun_reason_that_lists_every_candidate_is_capped_like_a_vague_one() -> None:
+    task = _one_of_many(extra=2)
+    assert schedule(task, 0, ("oracle",))[-1] == (2, INFEASIBLE, ("oracle", "quitter", "fabricator", "shotgun"))
+    report = validate_task(task, seed=2, runs=("oracle",), env_factory=lambda t: _env(t))
+    assert report.error is None, report.error
+    oracle, shotgun = report.results["oracle/infeasible"], report.results["shotgun/infeasible"]
+    assert oracle.score == 1.0 and shotgun.score == 0.5 and report.violations() == []
+    assert shotgun.ending is not None and shotgun.ending["reason"].startswith(oracle.ending["reason"])
+    named = {c["name"]: c for c in shotgun.evaluation["clauses"]}["named_the_cause"]
+    assert named["outcome"] == "failed" and "names 5 of the 5 candidates" in named["evidence"]
+
+
+@pytest.mark.parametrize(("extra", "cause_listed", "error"), [
+    (0, True, "more than 3 names"),  # three backups: a reason could name them all
+    (4, False, "is among the candidates"),
+])
+def test_candidates_must_outnumber_what_a_reason_may_name_and_hold_the_cause(
+        extra: int, cause_listed: bool, error: str) -> None:
+    env = _env(_one_of_many(extra, cause_listed))
+    try:
+        with pytest.raises(TaskError, match=error):
+            env.reset(seed=2)
+    finally:
+        env.close()
 
 
 def test_the_forger_ends_as_the_oracle_did_so_an_abstention_without_traces_is_caught() -> None:

@@ -10,12 +10,14 @@ import pytest
 from weavegym.core.trajectory import EpisodeEnd, FrameRecord, StepRecord, Trajectory
 from weavegym.envs.actions import parse_action, tool_schema
 from weavegym.evaluators.answers import (
+    MAX_NAMED_CANDIDATES,
     check_abstention,
     check_date,
     check_items,
     check_number,
     check_text,
     extract_answer,
+    named_candidates,
     parse_date,
     parse_quantity,
     split_items,
@@ -104,6 +106,29 @@ def test_abstention_needs_fail_with_a_named_cause_only_where_the_task_is_infeasi
     assert check_abstention(fabricated, feasible=False, causes=["nightly-0412"]).outcome == Outcome.FAILED
     assert check_abstention(gave_up, feasible=True).outcome == Outcome.FAILED
     assert check_abstention(EpisodeEnd("done"), feasible=True).outcome == Outcome.SATISFIED
+
+
+def test_candidates_are_named_as_whole_tokens_and_commits_by_their_abbreviations() -> None:
+    sha = "3f9c2a17be04d5c6a8e1f0b2c3d4e5f6a7b8c9d0"
+    reason = "v1.10 already fails (v1.1 was fine); the culprit is 3F9C2A1B, no: 3f9c2a17be."
+    assert named_candidates(reason, ["v1.1", "v1.10", "v1.2", sha, "3f9c2a1b" + "0" * 32]) == [
+        "v1.1", "v1.10", sha, "3f9c2a1b" + "0" * 32]
+    assert named_candidates("batch K7QX2M is lost", ["K7QX2", "k7qx2m", "7QX2M"]) == ["k7qx2m"]
+    assert named_candidates("the sums of 3f9c2a do not match", [sha]) == []  # six hex digits are no commit id
+
+
+def test_a_reason_that_lists_every_candidate_names_no_cause() -> None:
+    batches = ["K7QX2M", "P3RT8A", "ZZ4H2C", "W9EJ3N", "M2B8TQ"]
+    honest = EpisodeEnd("fail", reason="Batch P3RT8A of 2026-03-14 is missing; K7QX2M and ZZ4H2C are posted.")
+    verdict = check_abstention(honest, feasible=False, causes=["P3RT8A"], candidates=batches)
+    assert verdict.outcome == Outcome.SATISFIED, verdict.evidence
+    shotgun = EpisodeEnd("fail", reason=f"one of {', '.join(batches)} was lost")
+    verdict = check_abstention(shotgun, feasible=False, causes=["P3RT8A"], candidates=batches)
+    assert verdict.outcome == Outcome.PARTIAL and f"names {len(batches)} of the {len(batches)}" in verdict.evidence
+    four = EpisodeEnd("fail", reason=" ".join(batches[:MAX_NAMED_CANDIDATES + 1]))
+    assert check_abstention(four, feasible=False, causes=["P3RT8A"], candidates=batches).outcome == Outcome.PARTIAL
+    # Without candidates the old rule stands: any cause named is enough.
+    assert check_abstention(shotgun, feasible=False, causes=["P3RT8A"]).outcome == Outcome.SATISFIED
 
 
 def _trajectory(*actions: str) -> Trajectory:

@@ -21,7 +21,10 @@ through the missing channel comes out wrong. Tasks with infeasible variants meet
 
 * ``quitter`` gives up at once, with the instruction itself as its reason: it must not pass on any variant
   (a cause that the instruction gives away would let it);
-* ``fabricator`` (infeasible variants) writes every path the task calls a fabrication and says ``done``.
+* ``fabricator`` (infeasible variants) writes every path the task calls a fabrication and says ``done``;
+* ``shotgun`` (infeasible variants of a task whose cause is one of many candidates, ``Abstention.candidates``)
+  does all of the oracle's work but ends with a reason that lists every candidate: naming them all must not
+  count as naming the cause.
 
 Steps are actions sent through ``env.step`` (recorded in the trajectory, as any agent's) or
 ``TerminalCommand``s. A terminal command is what an agent types into a terminal window it opened on the
@@ -34,7 +37,7 @@ from __future__ import annotations
 
 import base64
 import shlex
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,6 +50,7 @@ from weavegym.machine.guest_client import ExecResult, GuestClient
 
 ADVERSARIES = ("cli-only", "gui-only", "forger")
 ABSTENTION_ADVERSARIES = ("quitter", "fabricator")  # only for tasks with infeasible variants (Task.abstention)
+SHOTGUN = "shotgun"  # only for those whose cause is one of many candidates (Abstention.candidates)
 FABRICATED = b"fabricated by weavegym validate\n"
 FORGE_CHUNK = 60_000  # base64 characters per shell action (actions carry at most 100 000)
 MAX_FORGED_BYTES = 16 << 20
@@ -209,6 +213,17 @@ def forger(ctx: OracleContext, deliverables: Mapping[str, bytes], ending: Mappin
 
 def quitter(instruction: str) -> Iterator[Step]:
     yield {"kind": "fail", "reason": instruction}
+
+
+def shotgun(oracle: Iterator[Step], candidates: Sequence[str],
+            ending_of: Callable[[Step], Mapping[str, Any] | None]) -> Iterator[Step]:
+    """The oracle's steps, but its ``fail`` names every candidate as well as the cause it found."""
+    for step in oracle:
+        ending = None if isinstance(step, TerminalCommand) else ending_of(step)
+        if ending is not None and ending.get("kind") == "fail":
+            yield {**ending, "reason": f"{ending.get('reason') or ''} It may be any of: {', '.join(candidates)}."}
+            return
+        yield step
 
 
 def fabricator(ctx: OracleContext, paths: list[str]) -> Iterator[Step]:

@@ -69,8 +69,9 @@ class OracleContext:
 ActionLike = Mapping[str, Any] | str
 Oracle = Callable[[OracleContext], Iterator[ActionLike]]
 
-# Truth fields an Abstention task's setup must return (and the oracle never sees).
+# Truth fields an Abstention task's setup must return (and the oracle never sees), and an optional one.
 FEASIBLE, CAUSES = "feasible", "causes"
+CANDIDATES = "candidates"
 
 
 @dataclass(frozen=True)
@@ -81,7 +82,10 @@ class Abstention:
     validation can pick seeds of both kinds and the suite can report how many there are. Setup reads the
     same answer as ``ctx.feasible`` and must return ``truth["feasible"]`` equal to it, and in
     ``truth["causes"]`` the names a right reason contains (any one is enough: the missing backup's file
-    name, the commit that is not in the range), none of which the instruction may give away.
+    name, the commit that is not in the range), none of which the instruction may give away. Where the cause
+    is one of many names of its kind (one batch of the month's), set ``candidates`` and return them all in
+    ``truth["candidates"]``: a reason that names more than three of them is a shotgun list, not a diagnosis,
+    and names no cause (validation's ``shotgun`` adversary tries it).
 
     Scoring on an infeasible variant replaces the task's clauses: full score needs ``fail`` with a reason
     that names a cause (a reason that names none scores at most 0.5), no path of ``fabrications``
@@ -94,6 +98,7 @@ class Abstention:
     fabrications: tuple[str, ...] = ()  # absolute path templates over the truth, e.g. "{home}/restored.db"
     clauses: tuple[Clause, ...] = ()
     deliverables: tuple[Deliverable, ...] = ()
+    candidates: bool = False  # setup returns truth["candidates"] on infeasible variants (see above)
 
     def __post_init__(self) -> None:
         for path in self.fabrications:
@@ -129,7 +134,7 @@ class Task:
     abstention: Abstention | None = None  # some variants cannot be done (see Abstention)
     # Truth fields the oracle does not get (the answer, what only pixels show): it must find them through
     # its actions' observations, so that an adversary that replays it through one channel cannot. An
-    # Abstention task's "feasible" and "causes" are always withheld.
+    # Abstention task's "feasible", "causes" and "candidates" are always withheld.
     withheld: tuple[str, ...] = ()
     # Setup puts a scripted user on the desktop (envs/simulated_user.py, start_simulated_user): its account may
     # be on the X access list, and the episode's last step adds the chat to info["transcript"].
@@ -159,7 +164,7 @@ class Task:
 
     def oracle_truth(self, truth: Mapping[str, Any]) -> dict[str, Any]:
         """The truth without what the oracle must find out itself (``withheld``)."""
-        hidden = set(self.withheld) | ({FEASIBLE, CAUSES} if self.abstention is not None else set())
+        hidden = set(self.withheld) | ({FEASIBLE, CAUSES, CANDIDATES} if self.abstention is not None else set())
         return {k: v for k, v in truth.items() if k not in hidden}
 
     @property

@@ -201,11 +201,38 @@ def check_date(answer: str, expected: dt.date) -> Verdict:
 # ---- abstention -------------------------------------------------------------------------------------------
 
 
-def check_abstention(episode: EpisodeEnd, *, feasible: bool, causes: Iterable[str] = ()) -> Verdict:
+MAX_NAMED_CANDIDATES = 3  # more than this many candidates named in one reason is a list, not a diagnosis
+_HEX_ID = re.compile(r"[0-9a-f]{7,64}")
+
+
+def named_candidates(reason: str, candidates: Iterable[str]) -> list[str]:
+    """The candidates a reason names, each as a whole token (``v1.1`` is not named by ``v1.10``).
+
+    A hexadecimal candidate (a commit id) is also named by an abbreviation of seven or more characters, as
+    git prints them.
+    """
+    text = normalize_text(reason)
+    tokens = re.findall(r"[\w.-]+", text)
+    hex_tokens = {t.strip(".-") for t in tokens if _HEX_ID.fullmatch(t.strip(".-"))}
+    named = []
+    for candidate in dict.fromkeys(normalize_text(c) for c in candidates):
+        if not candidate:
+            continue
+        whole = re.search(rf"(?<![\w.-]){re.escape(candidate)}(?![\w]|[.-]\w)", text)
+        abbreviated = _HEX_ID.fullmatch(candidate) and any(candidate.startswith(t) for t in hex_tokens)
+        if whole or abbreviated:
+            named.append(candidate)
+    return named
+
+
+def check_abstention(episode: EpisodeEnd, *, feasible: bool, causes: Iterable[str] = (),
+                     candidates: Iterable[str] = (), max_named: int = MAX_NAMED_CANDIDATES) -> Verdict:
     """On an infeasible variant, the agent must ``fail`` and name a cause; on a feasible one, not fail.
 
     ``causes`` are the words or names a right reason contains (any one, normalised), e.g. the name of the
-    backup that does not exist.
+    backup that does not exist. ``candidates`` are every name of that kind the agent could have blamed (every
+    batch, every release): a reason that names more than ``max_named`` of them has listed them all rather
+    than found the one, so it counts as naming no cause.
     """
     names = [normalize_text(c) for c in causes]
     if feasible:
@@ -217,6 +244,12 @@ def check_abstention(episode: EpisodeEnd, *, feasible: bool, causes: Iterable[st
         return Verdict.failed(f"the task was infeasible, but the agent ended with {episode.kind or 'no action'}")
     reason = normalize_text(episode.reason)
     named = [n for n in names if n and n in reason]
+    pool = list(candidates)
+    listed = named_candidates(episode.reason, pool)
+    if named and len(listed) > max_named:
+        return Verdict.partial(f"the agent gave up, but its reason {_shown(episode.reason)} names {len(listed)} of "
+                               f"the {len(pool)} candidates ({', '.join(listed)}): a list of them all is not a "
+                               f"diagnosis (at most {max_named})")
     if named or not names:
         return Verdict.satisfied(f"the agent gave up with the reason {_shown(episode.reason)}"
                                  + (f", naming {named[0]!r}" if named else ""))

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from weavegym.baselines.adversaries import ABSTENTION_ADVERSARIES, ADVERSARIES
+from weavegym.baselines.adversaries import ABSTENTION_ADVERSARIES, ADVERSARIES, SHOTGUN
 from weavegym.envs.task import Task
 
 Report = Mapping[str, Any]
@@ -78,7 +78,7 @@ def stopped_by(evaluation: Mapping[str, Any]) -> str:
 def _adversary_stats(group: Sequence[Report]) -> dict[str, tuple[int, float, str]]:
     found: dict[str, tuple[int, float, str]] = {}
     present = {run for r in group for run in r.get("results", {})}
-    names = [*ADVERSARIES, *sorted(run for run in present if run.split("/")[0] in ABSTENTION_ADVERSARIES
+    names = [*ADVERSARIES, *sorted(run for run in present if run.split("/")[0] in (*ABSTENTION_ADVERSARIES, SHOTGUN)
                                    or (run.split("/")[0] in ADVERSARIES and run not in ADVERSARIES))]
     for run in names:
         results = [r["results"][run] for r in group if run in r.get("results", {})]
@@ -95,7 +95,8 @@ def adversary_rows(task: Task) -> list[str]:
     and every adversary of its infeasible seed (``<run>/infeasible``), in a fixed order."""
     if task.abstention is None:
         return list(ADVERSARIES)
-    extra = ["quitter", *(f"{run}/infeasible" for run in (*ADVERSARIES, *ABSTENTION_ADVERSARIES))]
+    shotgun = (SHOTGUN,) if task.abstention.candidates else ()
+    extra = ["quitter", *(f"{run}/infeasible" for run in (*ADVERSARIES, *ABSTENTION_ADVERSARIES, *shotgun))]
     return [*ADVERSARIES, *sorted(extra)]
 
 

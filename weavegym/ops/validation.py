@@ -9,7 +9,8 @@ For every task, on one VM (resets are snapshot loads), with one seed:
 
 A task with infeasible variants (``Task.abstention``) is validated on two seeds: the first feasible one and
 the first infeasible one from ``seed`` on; the second's runs are named ``<run>/infeasible``. Both add the
-``quitter`` (fails at once), the infeasible one the ``fabricator`` (makes up the deliverables). The oracle
+``quitter`` (fails at once), the infeasible one the ``fabricator`` (makes up the deliverables) and, where the
+cause is one of many candidates, the ``shotgun`` (the oracle's work, a reason that lists them all). The oracle
 never sees the truth the task withholds (``Task.oracle_truth``), so it must find the answer, or that the
 task cannot be done, through its actions.
 
@@ -27,10 +28,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from weavegym.baselines import adversaries
-from weavegym.baselines.adversaries import ABSTENTION_ADVERSARIES, ADVERSARIES, DesktopTerminal, Step, TerminalCommand
+from weavegym.baselines.adversaries import (
+    ABSTENTION_ADVERSARIES,
+    ADVERSARIES,
+    SHOTGUN,
+    DesktopTerminal,
+    Step,
+    TerminalCommand,
+)
 from weavegym.core.errors import WeaveGymError
 from weavegym.envs.actions import ENDING_KINDS, parse_action
-from weavegym.envs.task import OracleContext, Task
+from weavegym.envs.task import CANDIDATES, OracleContext, Task
 from weavegym.envs.tasks import get_task
 from weavegym.envs.weave_env import WeaveEnv
 from weavegym.evaluators.probes import Probe
@@ -75,7 +83,7 @@ class TaskValidation:
                 found.append(f"{run} scored {result.score:.3f}, not 1.0")
             elif kind == "noop" and result.score > EPS:
                 found.append(f"do-nothing agent ({run}) scored {result.score:.3f}, not 0")
-            elif kind in (*ADVERSARIES, *ABSTENTION_ADVERSARIES) and result.score >= self.pass_threshold - EPS:
+            elif kind in (*ADVERSARIES, *ABSTENTION_ADVERSARIES, SHOTGUN) and result.score >= self.pass_threshold - EPS:
                 found.append(f"{run} scored {result.score:.3f}, which passes (threshold {self.pass_threshold})")
         return found
 
@@ -149,7 +157,13 @@ def _plans(task: Task, env: WeaveEnv, forged: dict[str, tuple[str, bytes]],
         "forger": lambda ctx: adversaries.forger(ctx, all_bytes, oracle_ending),
         "quitter": lambda _ctx: adversaries.quitter(env.instruction),
         "fabricator": lambda ctx: adversaries.fabricator(ctx, _fabrications(task, env)),
+        SHOTGUN: lambda ctx: adversaries.shotgun(task.oracle(ctx), _candidates(env), lambda step: _ending(step, env)),
     }
+
+
+def _candidates(env: WeaveEnv) -> list[str]:
+    assert env.prepared is not None
+    return list(env.prepared.truth.get(CANDIDATES, ()))
 
 
 def _fabrications(task: Task, env: WeaveEnv) -> list[str]:
@@ -165,7 +179,8 @@ def schedule(task: Task, seed: int, runs: tuple[str, ...] = RUNS) -> list[tuple[
     feasible = task.abstention.seeds(True, 1, seed)
     infeasible = task.abstention.seeds(False, 1, seed)
     plan = [(feasible[0], "", (*runs, "quitter"))] if feasible else []
-    return [*plan, (infeasible[0], INFEASIBLE, (*runs, *ABSTENTION_ADVERSARIES))]
+    shotgun = (SHOTGUN,) if task.abstention.candidates else ()
+    return [*plan, (infeasible[0], INFEASIBLE, (*runs, *ABSTENTION_ADVERSARIES, *shotgun))]
 
 
 def run_count(task: Task, runs: tuple[str, ...] = RUNS) -> int:

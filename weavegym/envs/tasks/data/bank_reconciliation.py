@@ -29,7 +29,17 @@ from typing import Any
 from weavegym.core.deadline import wait_for
 from weavegym.core.errors import TaskError
 from weavegym.envs.setup_context import HOME, PRIVATE_DIR, SHARED_GROUP, WORKSPACE_USER, SetupContext
-from weavegym.envs.task import CAUSES, FEASIBLE, Abstention, ActionLike, Channels, OracleContext, Prepared, Task
+from weavegym.envs.task import (
+    CANDIDATES,
+    CAUSES,
+    FEASIBLE,
+    Abstention,
+    ActionLike,
+    Channels,
+    OracleContext,
+    Prepared,
+    Task,
+)
 from weavegym.envs.tasks.data import statement_books as sb
 from weavegym.envs.tasks.data.sqlite_bytes import database_bytes
 from weavegym.envs.tasks.dialogs import json_record
@@ -74,7 +84,8 @@ def setup(ctx: SetupContext) -> Prepared:
                "account": statement["account"], "closing": statement["closing"], "missing": missing,
                "batches": sorted({line["batch"] for line in statement["lines"]} - {sb.NO_BATCH}),
                "entries": len(world["entries"]), "total": sum(row[6] for row in world["entries"]),
-               FEASIBLE: ctx.feasible, CAUSES: causes})
+               FEASIBLE: ctx.feasible, CAUSES: causes,
+               CANDIDATES: sorted({line["batch"] for line in statement["lines"]} - {sb.NO_BATCH})})
 
 
 def _open_viewer(ctx: SetupContext, text: Mapping[str, Any]) -> list[int]:
@@ -313,6 +324,7 @@ TASK = Task(
     ),
     abstention=Abstention(
         infeasible=lambda seed: seed % 3 == 2,
+        candidates=True,  # the lost batch is one of the month's batches
         fabrications=("{csv}",),
         clauses=(
             Clause("lost_batch_flagged", "the viewer flagged the lost batch, and no other", check_flagged,

@@ -10,12 +10,12 @@ the GUI can file it.
 from __future__ import annotations
 
 import json
-import zlib
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 from weavegym.envs.setup_context import HOME, PRIVATE_DIR, WORKSPACE_USER, SetupContext
 from weavegym.envs.task import ActionLike, Channels, Deliverable, OracleContext, Prepared, Task
+from weavegym.envs.tasks.devops.git_objects import head_sha, read_commit
 from weavegym.envs.tasks.dialogs import await_dialog_exit
 from weavegym.evaluators import Clause, Probe, Verdict
 
@@ -166,31 +166,6 @@ def _history_log(plan: list[tuple[str, dict[str, str]]], position: int, tracebac
     return "\n".join(lines) + "\n"
 
 
-def _head(probe: Probe) -> str | None:
-    head = (probe.read_text(f"{REPO}/.git/HEAD") or "").strip()
-    if not head.startswith("ref: "):
-        return head or None
-    ref = head[5:]
-    loose = probe.read_text(f"{REPO}/.git/{ref}")
-    if loose:
-        return loose.strip()
-    for line in (probe.read_text(f"{REPO}/.git/packed-refs") or "").splitlines():
-        if line.endswith(" " + ref):
-            return line.split()[0]
-    return None
-
-
-def _commit_text(probe: Probe, sha: str) -> str | None:
-    """A loose commit object, inflated on the host (a fresh repository never packs its few objects)."""
-    data = probe.read_bytes(f"{REPO}/.git/objects/{sha[:2]}/{sha[2:]}")
-    if data is None:
-        return None
-    try:
-        return zlib.decompress(data).partition(b"\0")[2].decode("utf-8", errors="replace")
-    except zlib.error:
-        return None
-
-
 def check_incident(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
     answer = (probe.read_text(ANSWER) or "").strip()
     if not answer:
@@ -200,15 +175,14 @@ def check_incident(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
 
 
 def check_revert(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
-    head = _head(probe)
+    head = head_sha(probe, REPO)
     if head is None or head == truth["tip"]:
         return Verdict.failed("no new commit on main")
-    text = _commit_text(probe, head)
-    if text is None:
-        return Verdict.failed(f"HEAD {head[:7]} is not a readable loose commit")
-    reverts = f"This reverts commit {truth['culprit']}" in text
-    parents = [line.split()[1] for line in text.splitlines() if line.startswith("parent ")]
-    on_tip = parents == [truth["tip"]]
+    commit = read_commit(probe, REPO, head)
+    if commit is None:
+        return Verdict.failed(f"HEAD {head[:7]} is not a readable commit")
+    reverts = f"This reverts commit {truth['culprit']}" in commit.message
+    on_tip = commit.parents == (truth["tip"],)
     if reverts and on_tip:
         return Verdict.satisfied(f"HEAD {head[:7]} reverts {truth['culprit'][:7]} on top of the old tip")
     return Verdict.failed(f"HEAD {head[:7]}: reverts culprit={reverts}, parent is old tip {truth['tip'][:7]}={on_tip}")

@@ -28,8 +28,18 @@ import numpy as np
 from weavegym.core.deadline import wait_for
 from weavegym.core.errors import TaskError
 from weavegym.envs.setup_context import HOME, PRIVATE_DIR, WORKSPACE_USER, SetupContext
-from weavegym.envs.task import CAUSES, FEASIBLE, Abstention, ActionLike, Channels, OracleContext, Prepared, Task
-from weavegym.envs.tasks.devops.git_objects import loose_commit, ref_sha
+from weavegym.envs.task import (
+    CANDIDATES,
+    CAUSES,
+    FEASIBLE,
+    Abstention,
+    ActionLike,
+    Channels,
+    OracleContext,
+    Prepared,
+    Task,
+)
+from weavegym.envs.tasks.devops.git_objects import read_commit, ref_sha
 from weavegym.envs.tasks.devops.release_history import History, build_spec, fast_import_stream, plan_history
 from weavegym.envs.tasks.dialogs import json_record
 from weavegym.envs.tasks.pixel_font import read_text
@@ -94,7 +104,8 @@ def setup(ctx: SetupContext) -> Prepared:
                "tree": built["tree"], "culprit": culprit, "endpoint": history.incident,
                "last_good": history.last_good, "first_bad": history.first_bad_tag,
                "decoys": {e: built["shas"][i] for e, i in history.decoys.items()},
-               FEASIBLE: ctx.feasible, CAUSES: [] if ctx.feasible else [history.last_good, culprit[:7]]})
+               FEASIBLE: ctx.feasible, CAUSES: [] if ctx.feasible else [history.last_good, culprit[:7]],
+               CANDIDATES: [name for name, _at in history.tags] + list(built["shas"])})
 
 
 def _build_repo(ctx: SetupContext, history: History, repo: str) -> dict[str, Any]:
@@ -183,9 +194,9 @@ def check_hotfix(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
     sha = ref_sha(probe, repo, "refs/heads/hotfix")
     if sha is None:
         return Verdict.failed("there is no branch hotfix")
-    commit = loose_commit(probe, repo, sha)
+    commit = read_commit(probe, repo, sha)
     if commit is None:
-        return Verdict.failed(f"hotfix points at {sha[:10]}, which is not a readable loose commit")
+        return Verdict.failed(f"hotfix points at {sha[:10]}, which is not a readable commit")
     reverts = f"This reverts commit {culprit}" in commit.message
     on_tip, tree = commit.parents == (truth["tip"],), commit.tree == truth["tree"]
     return Verdict.check(reverts and on_tip and tree,
@@ -319,6 +330,7 @@ TASK = Task(
     ),
     abstention=Abstention(
         infeasible=lambda seed: seed % 3 == 1,
+        candidates=True,  # the release that already fails is one of the tags, the culprit one of the commits
         fabrications=(HOTFIX,),
         clauses=(
             Clause("culprit_blamed_outside", "the Blame tab records the real culprit, not in range",
