@@ -215,15 +215,17 @@ def test_python_falls_back_to_a_real_python3_where_a_fork_would_differ(sh: Guest
     restarted = sh.shell(code, python=True, timeout=10).stdout.split()
     assert restarted[1] == "True" and int(restarted[0]) != shell
     sh.shell("unset PYTHONPATH", timeout=10)
-    # A site directory that changed since the interpreter started (a new .pth, pip install --user).
+    # A site directory that changed since the interpreter started (a new .pth, pip install --user). The user
+    # base is this test's own, not the account's: two test runs on one host must not see each other's .pth.
+    sh.shell(f"export PYTHONUSERBASE={tmp_path}/userbase", timeout=10)
     site = sh.shell("import site; print(site.getusersitepackages())", python=True, timeout=10).stdout.strip()
+    assert site.startswith(f"{tmp_path}/userbase/")
+    assert sh.shell("print('warm again')", python=True, timeout=10).stdout == "warm again\n"
     (tmp_path / "pth").mkdir()  # a .pth line names a folder that must exist
     sh.shell(f"mkdir -p {shlex.quote(site)} && echo {tmp_path}/pth > {shlex.quote(site)}/wg-test.pth", timeout=10)
-    try:
-        seen = sh.shell(f"import sys; print({str(tmp_path / 'pth')!r} in sys.path)", python=True, timeout=10)
-        assert seen.stdout == "True\n"
-    finally:
-        Path(site, "wg-test.pth").unlink()
+    seen = sh.shell(f"import sys; print({str(tmp_path / 'pth')!r} in sys.path)", python=True, timeout=10)
+    assert seen.stdout == "True\n"
+    sh.shell("unset PYTHONUSERBASE", timeout=10)
     # A shell function named python3 runs, as it would have; `ulimit` reaches the code.
     assert sh.shell("python3() { echo the function; }", timeout=10).exit_code == 0
     assert sh.shell("print('no')", python=True, timeout=10).stdout == "the function\n"
