@@ -99,7 +99,7 @@ test-unit: system-deps venv
 # --durations lists the slowest tests, to keep the total under 40 minutes on a fresh machine (one file at a
 # time; `pytest -n 2 --dist loadfile` is possible, see CONTRIBUTING.md, but not measured as CI).
 test: setup check-protos lint image
-	WEAVEGYM_CACHE_DIR=$(CACHE_DIR) $(PY) -m pytest -q -m "not full_image and not heavy" --durations=25
+	WEAVEGYM_CACHE_DIR=$(CACHE_DIR) $(PY) -m pytest -q -m "not full_image and not heavy" --durations=60
 
 # Long multi-VM scenarios on the base image (Ray with a killed actor, a killed run resumed): about 4.5 minutes
 # here. Left out of `make test` to keep CI well inside its time; run before touching the runner or Ray.
