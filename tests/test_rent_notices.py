@@ -23,6 +23,7 @@ from weavegym.envs.tasks import pixel_font
 from weavegym.envs.tasks.data.sqlite_bytes import database_bytes
 from weavegym.envs.tasks.docs import rent_notices as task_module
 from weavegym.envs.tasks.docs.rent_notices import (
+    FORM_AMOUNT,
     MARKER,
     NOTICE_DIR,
     QUESTIONS,
@@ -241,7 +242,8 @@ def test_parse_amount_tells_the_sign_from_the_code() -> None:
     assert parse_amount("£ 1,283.50") == (128350, "sign", "£")
     assert parse_amount("EUR 1283.00") == (128300, "code", "EUR")
     assert parse_amount("1283.00") == (128300, "", "")
-    assert parse_amount("lots") is None and parse_amount("€1283") is None
+    assert parse_amount("lots") is None and parse_amount("€1283") is None  # a notice's amount has 2 decimals
+    assert parse_amount("€1283", FORM_AMOUNT) == (128300, "sign", "€")
 
 
 def test_judge_sign_off_reads_the_form_as_a_person_would_fill_it() -> None:
@@ -250,6 +252,7 @@ def test_judge_sign_off_reads_the_form_as_a_person_would_fill_it() -> None:
     good = {"building": truth["final_building"].upper(), "effective": truth["final_date"], "count": str(NOTICES),
             "total": f"{truth['code']} {total / 100:,.2f}"}
     assert judge_sign_off(good, truth)[0], judge_sign_off(good, truth)
+    assert judge_sign_off({**good, "total": f"{total // 100}"}, truth)[0]  # the form takes a whole amount
     assert not judge_sign_off({**good, "effective": truth["first_date"]}, truth)[0]
     assert not judge_sign_off({**good, "count": str(NOTICES + 1)}, truth)[0]
     assert not judge_sign_off({**good, "total": f"{total / 100 + 1:.2f}"}, truth)[0]

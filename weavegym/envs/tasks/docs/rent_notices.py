@@ -129,12 +129,14 @@ def _wait_board(ctx: SetupContext, window: list[int]) -> None:
 
 # ---- the checker -------------------------------------------------------------------------------------------
 
-AMOUNT = re.compile(r"^(?:(?P<code>[A-Z]{3})\s*|(?P<sign>[^\w\s]))?\s*(?P<num>\d{1,3}(?:,?\d{3})*\.\d\d)$")
+AMOUNT = r"^(?:(?P<code>[A-Z]{3})\s*|(?P<sign>[^\w\s]))?\s*(?P<num>\d{1,3}(?:,?\d{3})*%s)$"
+NOTICE_AMOUNT = re.compile(AMOUNT % r"\.\d\d")  # a notice's amounts: 2 decimals, as the instruction says
+FORM_AMOUNT = re.compile(AMOUNT % r"(?:\.\d{1,2})?")  # what the sign-off form accepts
 
 
-def parse_amount(text: str) -> tuple[int, str, str] | None:
+def parse_amount(text: str, pattern: re.Pattern[str] = NOTICE_AMOUNT) -> tuple[int, str, str] | None:
     """(cents, style, mark) of "€1283.00" (SIGN, "€") or "EUR 1,283.00" (CODE, "EUR"); style "" when bare."""
-    found = AMOUNT.match(text.strip())
+    found = pattern.match(text.strip())
     if found is None:
         return None
     cents = round(float(found.group("num").replace(",", "")) * 100)
@@ -234,7 +236,7 @@ def sign_off(probe: Probe) -> dict[str, Any] | None:
 
 def judge_sign_off(record: Mapping[str, str], truth: Mapping[str, Any]) -> tuple[bool, str]:
     total = sum(n["new"] for n in truth["expected"].values())
-    found = parse_amount(record["total"])
+    found = parse_amount(record["total"], FORM_AMOUNT)
     checks = ((_nfc(record["building"]) == _nfc(truth["final_building"]), "building", truth["final_building"]),
               (record["effective"] == truth["final_date"], "effective", truth["final_date"]),
               (record["count"] == str(NOTICES), "count", str(NOTICES)),
@@ -260,7 +262,7 @@ def check_agree(probe: Probe, _truth: Mapping[str, Any]) -> Verdict:
                               f"({len(files)})")
     rents = [parse_amount(parse_notice(data)[0].get("new rent", "")) for data in files.values()]
     total = sum(r[0] for r in rents if r is not None)
-    said = parse_amount(record["total"])
+    said = parse_amount(record["total"], FORM_AMOUNT)
     ok = record["count"] == str(len(files)) and None not in rents and said is not None and said[0] == total
     return Verdict.check(ok, f"the sign-off says {record['count']!r} notices totalling {record['total']!r}; "
                              f"{NOTICE_DIR} holds {len(files)} whose new rents total {total / 100:.2f}")

@@ -147,9 +147,8 @@ def plan(rng: np.random.Generator, seed: int) -> dict[str, Any]:
     count = int(rng.integers(3, 5))
     buildings = [str(b) for b in rng.choice(BUILDINGS, count, replace=False)]
     first_b, other_b = buildings[0], buildings[1]
-    start = dt.date(2026, int(rng.integers(2, 11)), 1)
-    later = dt.date(start.year + (start.month + 1) // 12, (start.month + 1) % 12 + 1, 1) if rng.random() < 0.5 else \
-        dt.date(start.year + start.month // 12, start.month % 12 + 1, 1)
+    start = dt.date(2026, int(rng.integers(2, 11)), 1)  # February..October
+    later = dt.date(start.year, start.month + (2 if rng.random() < 0.5 else 1), 1)  # no year to carry
     dates = [start, later] if change == "date" else [start, start]
     final_b = other_b if change == "building" else first_b
     pcts = [int(p) for p in rng.choice(np.arange(20, 66), count, replace=False)]
