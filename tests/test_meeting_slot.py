@@ -289,8 +289,9 @@ def test_the_real_board_shows_the_room_after_its_tab_refuses_bad_holds_and_recor
         def hold(date: str, start: str, length: str) -> str:
             for key, text in (("date", date), ("start", start), ("length", length)):
                 client.click(*targets[key])
-                client.key("End")
-                client.key("BackSpace", repeat=16)
+                client.key("ctrl+slash")  # what the oracle does: select the field whole, so typing replaces it
+                if not text:
+                    client.key("BackSpace")
                 if text:
                     client.type_text(text)
             before = ms.read_status(client.screenshot().image, targets)

@@ -50,6 +50,7 @@ SCALE, TITLE_SCALE, TITLE_AT, SUBTITLE_AT = 2, 3, (16, 10), (16, 40)
 COLUMN_X0, COLUMN_W, HEADER_Y, RULE_Y, FIRST_LINE_Y, LINE_H, LINES = 16, 172, 74, 92, 102, 20, 11
 STATUS_AT = (8, 11)
 WAIT_TRIES = 20
+HOLD_TRIES, RETRY_WAITS = 3, 8
 
 
 def layout() -> dict[str, Any]:
@@ -313,15 +314,32 @@ def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
     output = parse_output((ctx.obs or {}).get("terminal", ""))
     earliest = output.get("earliest", "")
     if on_screen and earliest:
-        for key, text in (("date", earliest[:10]), ("start", earliest[11:]), ("length", str(truth["minutes"]))):
+        yield from _hold(ctx, earliest, truth["minutes"])
+    yield {"kind": "done", "answer": spoken(truth["kind"], output)}
+
+
+def _hold(ctx: OracleContext, earliest: str, length: int) -> Iterator[ActionLike]:
+    """Fill the hold form and press Hold slot until the board says HELD (the board prints its record first).
+
+    Each field is selected whole (Tk's ctrl+slash) before typing, so a retry replaces what a lost or doubled
+    keystroke under TCG left there instead of adding to it.
+    """
+    targets = ctx.truth["targets"]
+    for attempt in range(HOLD_TRIES):
+        for key, text in (("date", earliest[:10]), ("start", earliest[11:]), ("length", str(length))):
             yield {"kind": "click", "x": targets[key][0], "y": targets[key][1]}
+            yield {"kind": "key", "keys": "ctrl+slash"}
             yield {"kind": "type", "text": text}
         yield {"kind": "click", "x": targets["hold"][0], "y": targets["hold"][1]}
-        for _ in range(WAIT_TRIES):  # the board prints its record before it says HELD
-            if read_status((ctx.obs or {})["screen"], targets).startswith("HELD "):
+        # A refusal ends the first wait; a retry's refusal would read the same as the one before, so a retry
+        # waits for HELD alone, a shorter while.
+        for _ in range(WAIT_TRIES if attempt == 0 else RETRY_WAITS):
+            status = read_status((ctx.obs or {})["screen"], targets)
+            if status.startswith("HELD "):
+                return
+            if attempt == 0 and status.startswith("REFUSED"):
                 break
             yield {"kind": "wait", "seconds": 1}
-    yield {"kind": "done", "answer": spoken(truth["kind"], output)}
 
 
 TASK = Task(
@@ -365,6 +383,6 @@ TASK = Task(
     withheld=("bookings", "emails", "slots", "earliest", "answer"),
     oracle=oracle,
     apps=("python3-tk", "python3"),
-    max_steps=50,
+    max_steps=100,
     time_budget_s=900.0,
 )
