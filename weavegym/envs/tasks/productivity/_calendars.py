@@ -255,15 +255,11 @@ def _fold(line: str) -> list[str]:
     return parts
 
 
-def _stamp(local: dt.datetime) -> str:
-    return local.strftime("%Y%m%dT%H%M%S")
-
-
 def _when(name: str, local: dt.datetime, zone: str, own: int) -> str:
     """A DTSTART/DTEND line for a time on the person's wall clock (``own`` offset), written in ``zone`` ("UTC": Z)."""
     if zone == "UTC":
-        return f"{name}:{_stamp(local - dt.timedelta(minutes=own))}Z"
-    return f"{name};TZID={zone}:{_stamp(local + dt.timedelta(minutes=ZONES[zone] - own))}"
+        return f"{name}:{local - dt.timedelta(minutes=own):%Y%m%dT%H%M%S}Z"
+    return f"{name};TZID={zone}:{local + dt.timedelta(minutes=ZONES[zone] - own):%Y%m%dT%H%M%S}"
 
 
 def _series(rng: np.random.Generator, monday: dt.date, work: tuple[int, int], home: str, zone: str) -> list[str]:
@@ -284,7 +280,7 @@ def _series(rng: np.random.Generator, monday: dt.date, work: tuple[int, int], ho
     ending = rng.random()
     if ending < 0.3:  # ended days before the week (a series that no longer counts), or ends weeks after it
         days_off = -int(rng.integers(3, 12)) if ending < 0.15 else 7 * int(rng.integers(2, 9))
-        rule += f";UNTIL={_stamp(dt.datetime.combine(monday + dt.timedelta(days=days_off), dt.time()))}Z"
+        rule += f";UNTIL={dt.datetime.combine(monday + dt.timedelta(days=days_off), dt.time()):%Y%m%dT%H%M%S}Z"
     elif ending < 0.5:
         made = len(range(0, before, interval)) * len(days)
         rule += f";COUNT={made + int(rng.integers(0, len(days) + 1))}"

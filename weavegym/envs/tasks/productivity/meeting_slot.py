@@ -118,8 +118,8 @@ def question(kind: str) -> str:
         return ("when does that earliest slot start? Give its room-time date and time as YYYY-MM-DD HH:MM "
                 "(for example 2026-12-08 14:30).")
     if kind == "latest":
-        return ("what is the latest start in the whole window that would also work? Give its room-time date and "
-                "time as YYYY-MM-DD HH:MM (for example 2026-12-08 14:30).")
+        return ("what is the latest time in the whole window at which such a meeting could start? Give its "
+                "room-time date and time as YYYY-MM-DD HH:MM (for example 2026-12-08 14:30).")
     return "how many different quarter-hour start times in the whole window would work? Answer with the number."
 
 
@@ -346,8 +346,8 @@ TASK = Task(
     id="Weave-Productivity-5",
     title="Find the earliest meeting slot for a team across time zones and a booked room",
     instruction=(
-        "Find a slot for a {minutes}-minute meeting of {attendees} in meeting room {room}, which is in the "
-        "{office} office (room time is UTC{offset}). Everyone's calendar is an .ics file in /srv/calendars/, named "
+        "Find a slot for a {minutes}-minute meeting of {attendees} in meeting room {room}, whose office keeps "
+        "{office} time (room time: UTC{offset}). Everyone's calendar is an .ics file in /srv/calendars/, named "
         "after the person's login; /srv/calendars/people.csv gives each person's login, name, email, time zone and "
         "working hours (in their own time, Monday to Friday). The room's bookings are on the 'Room Bookings' board "
         "on the desktop (one tab per room). The meeting must start on a quarter hour (:00, :15, :30 or :45) of room "
