@@ -178,6 +178,14 @@ def test_the_closures_read_back_exactly_from_the_screen(seed: int) -> None:
     assert rn.read_closures(_screen("ROAD MAP", []), targets) == ([], {})
 
 
+def test_the_focus_ring_tells_which_entry_has_the_keyboard() -> None:
+    targets = rn.screen_targets([*ORIGIN, rn.WIDTH, rn.HEIGHT])
+    image = np.full((720, 1280, 3), 0xD9, dtype=np.uint8)
+    x, y, w, _h = targets["boxes"]["length"]
+    image[y:y + 3, x:x + w] = rn.RING_RGB
+    assert rn.focused(image, targets, "length") and not rn.focused(image, targets, "route")
+
+
 # -- the oracle's program on the real database ---------------------------------------------------------------------
 
 
@@ -347,25 +355,26 @@ def test_the_window_shows_the_closures_only_after_its_tab_and_refuses_a_bad_form
         assert sorted(closed) == sorted(world["closed"]) and headroom == world["headroom"]
         client.click(*targets["dispatch"])  # an empty form is refused
         client.click(*targets["cannot"])
-        client.click(*targets["route"])
-        client.type_text("HELLO WORLD")  # no segment ids
-        client.click(*targets["length"])
-        client.type_text("12k")
+        assert not rn.focused(client.screenshot().image, targets, "route")
+
+        def fill(entry: str, text: str) -> None:  # as the oracle does: type once the entry shows its ring
+            client.click(*targets[entry])
+            wait_for(lambda: rn.focused(client.screenshot().image, targets, entry), 20, what=f"{entry} focused")
+            assert not rn.focused(client.screenshot().image, targets, "length" if entry == "route" else "route")
+            client.key("End")
+            client.key("BackSpace", repeat=50)
+            client.type_text(text)
+
+        fill("route", "HELLO WORLD")  # no segment ids
+        fill("length", "12k")
         client.click(*targets["dispatch"])
         client.click(*targets["cannot"])
         assert proc.poll() is None
-        for box in ("route", "length"):
-            client.click(*targets[box])
-            client.key("End")
-            client.key("BackSpace", repeat=12)
-        client.click(*targets["route"])
-        client.type_text(" ".join(world["route"]))
-        client.click(*targets["length"])
-        client.type_text("about 20 km")  # a length that is no whole number of metres
+        fill("route", " ".join(world["route"]))
+        fill("length", "about 20 km")  # a length that is no whole number of metres
         client.click(*targets["dispatch"])
         assert proc.poll() is None
-        client.key("BackSpace", repeat=12)
-        client.type_text(f"{world['total']} m")
+        fill("length", f"{world['total']} m")
         client.click(*targets["dispatch"])
         record = json.loads(proc.stdout.readline())
         assert record == {"action": "dispatch", "route": world["route"], "length_m": world["total"]}

@@ -210,6 +210,18 @@ def _await_exit() -> ActionLike:
                                         "sleep 0.2; done'", "timeout": 90}
 
 
+def _fill(ctx: OracleContext, entry: str, text: str) -> Iterator[ActionLike]:
+    """Click an entry, wait until its focus ring shows (keys are not held back while the window manager
+    passes the click on, so typing at once can land in the entry that had the keyboard before), then type."""
+    point = ctx.truth["targets"][entry]
+    yield {"kind": "click", "x": point[0], "y": point[1]}
+    for _ in range(WAIT_TRIES):
+        if rn.focused(ctx.obs["screen"], ctx.truth["targets"], entry):
+            break
+        yield {"kind": "wait", "seconds": 0.5}
+    yield {"kind": "type", "text": text}
+
+
 def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
     """Closures off the window (GUI), the route or the cut from the database (CLI), then dispatch or give up."""
     targets = ctx.truth["targets"]
@@ -224,10 +236,8 @@ def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
     terminal = (ctx.obs or {}).get("terminal", "").replace("\r", "")
     route, total, cut = ROUTE_LINE.search(terminal), TOTAL_LINE.search(terminal), CUT_LINE.findall(terminal)
     if route and total:
-        yield {"kind": "click", "x": targets["route"][0], "y": targets["route"][1]}
-        yield {"kind": "type", "text": route[1].strip()}
-        yield {"kind": "click", "x": targets["length"][0], "y": targets["length"][1]}
-        yield {"kind": "type", "text": total[1]}
+        yield from _fill(ctx, "route", route[1].strip())
+        yield from _fill(ctx, "length", total[1])
         yield {"kind": "click", "x": targets["dispatch"][0], "y": targets["dispatch"][1]}
         yield _await_exit()
         yield {"kind": "done"}
@@ -236,8 +246,7 @@ def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
     if not ids:
         yield {"kind": "fail", "reason": "the road network or the dispatch order could not be read"}
         return
-    yield {"kind": "click", "x": targets["route"][0], "y": targets["route"][1]}
-    yield {"kind": "type", "text": " ".join(ids)}
+    yield from _fill(ctx, "route", " ".join(ids))
     yield {"kind": "click", "x": targets["cannot"][0], "y": targets["cannot"][1]}
     yield _await_exit()
     yield {"kind": "fail", "reason": "No legal route reaches the site today: " + "; ".join(
@@ -301,6 +310,6 @@ TASK = Task(
     withheld=("route", "total", "closed", "headroom", "truck", "cut", "candidates"),
     oracle=oracle,
     apps=("python3-tk", "python3", "sqlite3"),
-    max_steps=40,  # the oracle takes 9-10 steps, and at most WAIT_TRIES waits for the tab's redraw
+    max_steps=80,  # the oracle takes 9-10 steps, and at most 3 x WAIT_TRIES waits for a redraw or a focus ring
     time_budget_s=900.0,
 )

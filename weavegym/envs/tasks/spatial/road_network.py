@@ -62,6 +62,7 @@ MAP_X0, MAP_Y0, PX_PER_KM = 86, 66, 57
 ROUTE_BOX, LENGTH_BOX = [250, 480, 630, 30], [250, 520, 160, 30]
 DISPATCH_BOX, CANNOT_BOX = [440, 518, 200, 34], [660, 518, 220, 34]
 STATUS_AT = (20, 568)
+RING_RGB = (0x10, 0x60, 0xD0)  # the focus ring of the entry that has the keyboard (the fixture's RING)
 TITLE_CHARS = 14
 
 
@@ -389,11 +390,21 @@ def screen_targets(window: Sequence[int]) -> dict[str, Any]:
     return {"tabs": [_center(x, y, box) for box in TABS], "title": [cx + TITLE_AT[0], cy + TITLE_AT[1]],
             "rows": [[cx + 12, cy + FIRST_ROW_Y + i * ROW_DY] for i in range(MAX_ROWS)],
             "route": _center(x, y, ROUTE_BOX), "length": _center(x, y, LENGTH_BOX),
+            "boxes": {"route": [x + ROUTE_BOX[0], y + ROUTE_BOX[1], *ROUTE_BOX[2:]],
+                      "length": [x + LENGTH_BOX[0], y + LENGTH_BOX[1], *LENGTH_BOX[2:]]},
             "dispatch": _center(x, y, DISPATCH_BOX), "cannot": _center(x, y, CANNOT_BOX)}
 
 
 def _center(x: int, y: int, box: Sequence[int]) -> list[int]:
     return [x + box[0] + box[2] // 2, y + box[1] + box[3] // 2]
+
+
+def focused(image: np.ndarray, targets: Mapping[str, Any], entry: str) -> bool:
+    """True when the entry shows the fixture's blue focus ring: the app has handled the click that gave it the
+    keyboard, so what is typed next lands there (a click can trail keys while the window manager holds it)."""
+    x, y, w, _h = targets["boxes"][entry]
+    strip = np.asarray(image)[y + 1, x + 8:x + w - 8, :3].astype(int)
+    return strip.size > 0 and bool((np.abs(strip - RING_RGB).sum(axis=1) < 60).mean() > 0.8)
 
 
 def shown_title(image: np.ndarray, targets: Mapping[str, Any]) -> str:
