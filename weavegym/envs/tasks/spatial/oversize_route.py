@@ -28,7 +28,17 @@ from typing import Any
 from weavegym.core.deadline import wait_for
 from weavegym.core.errors import TaskError
 from weavegym.envs.setup_context import HOME, PRIVATE_DIR, SHARED_GROUP, WORKSPACE_USER, SetupContext
-from weavegym.envs.task import CAUSES, FEASIBLE, Abstention, ActionLike, Channels, OracleContext, Prepared, Task
+from weavegym.envs.task import (
+    CANDIDATES,
+    CAUSES,
+    FEASIBLE,
+    Abstention,
+    ActionLike,
+    Channels,
+    OracleContext,
+    Prepared,
+    Task,
+)
 from weavegym.envs.tasks.data.sqlite_bytes import database_bytes
 from weavegym.envs.tasks.dialogs import json_record
 from weavegym.envs.tasks.spatial import road_network as rn
@@ -63,7 +73,7 @@ def setup(ctx: SetupContext) -> Prepared:
         params={"order": order, **files},
         truth={"order": order, **files, "window": window, "targets": rn.screen_targets(window),
                "route": world["route"], "total": world["total"], "closed": world["closed"],
-               "headroom": world["headroom"], "truck": truck, "cut": world["cut"], "candidates": world["candidates"],
+               "headroom": world["headroom"], "truck": truck, "cut": world["cut"], CANDIDATES: world["candidates"],
                FEASIBLE: ctx.feasible, CAUSES: rn.causes(world)})
 
 
@@ -140,7 +150,7 @@ def check_dispatched(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
 def _names_the_cut(named: set[str], truth: Mapping[str, Any], where: str) -> Verdict:
     """Satisfied when ``named`` holds the closed link and the structure (or its link), and nothing else."""
     cut, causes = truth["cut"], set(truth[CAUSES])
-    named &= set(truth["candidates"])
+    named &= set(truth[CANDIDATES])
     closed, link = cut["closed"] in named, cut["structure"] in named or cut["link"] in named
     extra = sorted(named - causes)
     evidence = (f"{where} names {sorted(named)}; expected {cut['closed']} (closed) and {cut['structure']} or "
@@ -295,6 +305,7 @@ TASK = Task(
     ),
     abstention=Abstention(
         infeasible=lambda seed: seed % 3 == 2,
+        candidates=True,  # the cut is two or three of the map's ~80 segment and structure ids
         fabrications=("{route_file}",),
         clauses=(
             Clause("cut_recorded", "the Dispatch Map recorded 'Cannot route' with the closed road and the structure",
@@ -307,7 +318,7 @@ TASK = Task(
             Deliverable("{blocked_file}", "cli", description="~/blocked-<order>.txt"),
         ),
     ),
-    withheld=("route", "total", "closed", "headroom", "truck", "cut", "candidates"),
+    withheld=("route", "total", "closed", "headroom", "truck", "cut"),  # and the causes and candidates
     oracle=oracle,
     apps=("python3-tk", "python3", "sqlite3"),
     max_steps=80,  # the oracle takes 9-10 steps, and at most 3 x WAIT_TRIES waits for a redraw or a focus ring
