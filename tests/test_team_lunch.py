@@ -141,7 +141,7 @@ def test_asked_first_needs_the_question_before_the_order() -> None:
     late = asked_first("budget", turns, 1000.5)
     assert late.outcome == Outcome.FAILED and "0.5 s after" in late.evidence
     nothing = asked_first("budget", turns, None)
-    assert nothing.evidence == "nothing was ordered, so 'budget' was not asked before ordering"
+    assert nothing.evidence == "nothing was ordered, so 'budget' was not asked before it"
     never = asked_first("delivery", _chat(0, QUESTIONS[:2]), 1e12)
     assert never.outcome == Outcome.FAILED and "none of the agent's 2 message(s)" in never.evidence
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -277,6 +277,35 @@ def asked_before(turns: Sequence[Turn], topic: str, when_epoch: float) -> Verdic
     when = f"{gap:.1f} s before" if gap > 0 else f"{-gap:.1f} s after"
     return Verdict.check(gap > 0, f"the agent first asked about {topic!r} {when} the time checked, in message "
                                   f"#{first.seq}: {_quote(first.text)}")
+
+
+def first_handover(probe: Probe, paths: Iterable[str], record: Mapping[str, Any] | None) -> float | None:
+    """When the work was first handed over (guest clock): the earliest of the deliverables' last writes and the
+    GUI record's ``submitted_at``; None when nothing was handed over. A question counts only before this."""
+    times = [stat.mtime for stat in (probe.stat(path, follow_symlinks=False) for path in paths) if stat is not None]
+    if record is not None and isinstance(record.get("submitted_at"), (int, float)):
+        times.append(float(record["submitted_at"]))
+    return min(times) if times else None
+
+
+def asked_in_time(turns: Sequence[Turn], topic: str, when: float | None, nothing: str) -> Verdict:
+    """``topic`` was asked before ``when``; ``nothing`` says what did not happen when nothing was delivered."""
+    if when is None:
+        return Verdict.failed(f"{nothing}, so {topic!r} was not asked before it")
+    return asked_before(turns, topic, when)
+
+
+def asked_before_delivery(topic: str, delivered_at: Callable[[Probe, Mapping[str, Any]], float | None],
+                          nothing: str) -> Callable[[Probe, Mapping[str, Any]], Verdict]:
+    """A clause check: the chat asked about ``topic`` before ``delivered_at`` (e.g. via first_handover)."""
+    def check(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
+        return asked_in_time(read_transcript(probe), topic, delivered_at(probe, truth), nothing)
+    return check
+
+
+def heard_change(probe: Probe, _truth: Mapping[str, Any]) -> Verdict:
+    """A clause check: the user's change of mind was sent (see changed_mind)."""
+    return changed_mind(read_transcript(probe))
 
 
 def changed_mind(turns: Sequence[Turn]) -> Verdict:

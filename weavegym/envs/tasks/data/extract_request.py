@@ -28,11 +28,11 @@ from weavegym.core.deadline import wait_for
 from weavegym.core.errors import TaskError
 from weavegym.envs.setup_context import HOME, PRIVATE_DIR, WORKSPACE_USER, SetupContext
 from weavegym.envs.simulated_user import (
-    asked_before,
-    changed_mind,
+    asked_before_delivery,
     entry_point,
+    first_handover,
+    heard_change,
     move_chat,
-    read_transcript,
     start_simulated_user,
 )
 from weavegym.envs.task import ActionLike, Channels, OracleContext, Prepared, Task
@@ -243,29 +243,13 @@ def check_agree(probe: Probe, _truth: Mapping[str, Any]) -> Verdict:
                              f"{EXTRACT} sums {sorted(rows)} to {total:.2f} of {goal:g} target")
 
 
-def made_at(probe: Probe) -> float | None:
+def made_at(probe: Probe, _truth: Mapping[str, Any]) -> float | None:
     """When the extract was made (guest clock): the earlier of the CSV's last write and the report's sending."""
-    times = []
-    stat = probe.stat(EXTRACT, follow_symlinks=False)
-    if stat is not None:
-        times.append(stat.mtime)
-    record = json_record(probe, RECORD)
-    if record is not None and isinstance(record.get("submitted_at"), (int, float)):
-        times.append(float(record["submitted_at"]))
-    return min(times) if times else None
+    return first_handover(probe, [EXTRACT], json_record(probe, RECORD))
 
 
 def _asked(topic: str):
-    def check(probe: Probe, _truth: Mapping[str, Any]) -> Verdict:
-        when = made_at(probe)
-        if when is None:
-            return Verdict.failed(f"no extract was made, so {topic!r} was not asked before making it")
-        return asked_before(read_transcript(probe), topic, when)
-    return check
-
-
-def check_heard_change(probe: Probe, _truth: Mapping[str, Any]) -> Verdict:
-    return changed_mind(read_transcript(probe))
+    return asked_before_delivery(topic, made_at, "no extract was made")
 
 
 # ---- the oracle --------------------------------------------------------------------------------------------
@@ -376,7 +360,7 @@ TASK = Task(
         Clause("asked_period", "the period was asked before the extract was made", _asked("period")),
         Clause("asked_metric", "the revenue figure was asked before the extract was made", _asked("metric")),
         Clause("heard_change", "the agent checked back after the answer and heard the change of mind",
-               check_heard_change),
+               heard_change),
     ),
     deliverables=(
         Deliverable(RECORD, "gui", owner="root", description="the report inbox's record (captured by setup)"),

@@ -33,11 +33,11 @@ from weavegym.envs.simulated_user import (
     ChangeOfMind,
     Topic,
     UserScript,
-    asked_before,
-    changed_mind,
+    asked_before_delivery,
     entry_point,
+    first_handover,
+    heard_change,
     move_chat_beside,
-    read_transcript,
     start_simulated_user,
 )
 from weavegym.envs.task import ActionLike, Channels, OracleContext, Prepared, Task
@@ -282,27 +282,11 @@ def check_approval(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
 
 def delivered_at(probe: Probe, truth: Mapping[str, Any]) -> float | None:
     """When the banner was delivered (guest clock): the earlier of its last write and the approval request."""
-    times = []
-    stat = probe.stat(banner_path(truth), follow_symlinks=False)
-    if stat is not None:
-        times.append(stat.mtime)
-    record = approval(probe)
-    if record is not None and isinstance(record.get("submitted_at"), (int, float)):
-        times.append(float(record["submitted_at"]))
-    return min(times) if times else None
+    return first_handover(probe, [banner_path(truth)], approval(probe))
 
 
 def _asked(topic: str):
-    def check(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
-        when = delivered_at(probe, truth)
-        if when is None:
-            return Verdict.failed(f"no banner was delivered, so {topic!r} was not asked before delivering")
-        return asked_before(read_transcript(probe), topic, when)
-    return check
-
-
-def check_heard_change(probe: Probe, _truth: Mapping[str, Any]) -> Verdict:
-    return changed_mind(read_transcript(probe))
+    return asked_before_delivery(topic, delivered_at, "no banner was delivered")
 
 
 # ---- the oracle --------------------------------------------------------------------------------------------
@@ -410,7 +394,7 @@ TASK = Task(
                _asked("background")),
         Clause("asked_accent", "the accent colour was asked before the banner was delivered", _asked("accent")),
         Clause("heard_change", "the agent checked back after the triggering answer and heard the change of mind",
-               check_heard_change),
+               heard_change),
     ),
     deliverables=(
         Deliverable(RECORD, "gui", owner="root", description="the Brand Kit's approval request (captured by setup)"),

@@ -30,11 +30,11 @@ from weavegym.core.deadline import wait_for
 from weavegym.core.errors import TaskError
 from weavegym.envs.setup_context import HOME, PRIVATE_DIR, SHARED_GROUP, WORKSPACE_USER, SetupContext
 from weavegym.envs.simulated_user import (
-    asked_before,
-    changed_mind,
+    asked_before_delivery,
     entry_point,
+    first_handover,
+    heard_change,
     move_chat_beside,
-    read_transcript,
     start_simulated_user,
 )
 from weavegym.envs.task import ActionLike, Channels, OracleContext, Prepared, Task
@@ -268,30 +268,14 @@ def check_agree(probe: Probe, _truth: Mapping[str, Any]) -> Verdict:
                              f"{NOTICE_DIR} holds {len(files)} whose new rents total {total / 100:.2f}")
 
 
-def delivered_at(probe: Probe) -> float | None:
+def delivered_at(probe: Probe, _truth: Mapping[str, Any]) -> float | None:
     """When the notices were delivered (guest clock): the earliest of the notices' last writes and the sign-off."""
-    times = []
-    for name in probe.list_dir(NOTICE_DIR) or []:
-        stat = probe.stat(f"{NOTICE_DIR}/{name}", follow_symlinks=False)
-        if name.endswith(".txt") and stat is not None:
-            times.append(stat.mtime)
-    record = json_record(probe, RECORD)
-    if record is not None and isinstance(record.get("submitted_at"), (int, float)):
-        times.append(float(record["submitted_at"]))
-    return min(times) if times else None
+    names = [name for name in probe.list_dir(NOTICE_DIR) or [] if name.endswith(".txt")]
+    return first_handover(probe, [f"{NOTICE_DIR}/{name}" for name in names], json_record(probe, RECORD))
 
 
 def _asked(topic: str):
-    def check(probe: Probe, _truth: Mapping[str, Any]) -> Verdict:
-        when = delivered_at(probe)
-        if when is None:
-            return Verdict.failed(f"no notice was delivered, so {topic!r} was not asked before delivering")
-        return asked_before(read_transcript(probe), topic, when)
-    return check
-
-
-def check_heard_change(probe: Probe, _truth: Mapping[str, Any]) -> Verdict:
-    return changed_mind(read_transcript(probe))
+    return asked_before_delivery(topic, delivered_at, "no notice was delivered")
 
 
 # ---- the oracle --------------------------------------------------------------------------------------------
@@ -414,7 +398,7 @@ TASK = Task(
         Clause("asked_date", "the effective date was asked before the notices were delivered", _asked("date")),
         Clause("asked_format", "the amounts' style was asked before the notices were delivered", _asked("format")),
         Clause("heard_change", "the agent checked back after the triggering answer and heard the change of mind",
-               check_heard_change),
+               heard_change),
     ),
     deliverables=(
         Deliverable(RECORD, "gui", owner="root", description="the Rent Board's sign-off record (captured by setup)"),

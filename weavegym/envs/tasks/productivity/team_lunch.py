@@ -34,11 +34,12 @@ from weavegym.envs.simulated_user import (
     Topic,
     Turn,
     UserScript,
-    asked_before,
-    changed_mind,
+    asked_before_delivery,
+    asked_in_time,
     entry_point,
+    first_handover,
+    heard_change,
     move_chat_beside,
-    read_transcript,
     start_simulated_user,
 )
 from weavegym.envs.task import ActionLike, Channels, OracleContext, Prepared, Task
@@ -394,33 +395,18 @@ def check_same_order(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
                                         f"{file_[1]!r}")
 
 
-def ordered_at(probe: Probe) -> float | None:
+def ordered_at(probe: Probe, _truth: Mapping[str, Any] | None = None) -> float | None:
     """When the order was made (guest clock): the earlier of the file's last write and the form's submission."""
-    times = []
-    stat = probe.stat(ORDER, follow_symlinks=False)
-    if stat is not None:
-        times.append(stat.mtime)
-    record = form_record(probe)
-    if record is not None and isinstance(record.get("submitted_at"), (int, float)):
-        times.append(float(record["submitted_at"]))
-    return min(times) if times else None
+    return first_handover(probe, [ORDER], form_record(probe))
 
 
 def asked_first(topic: str, turns: Sequence[Turn], when: float | None) -> Verdict:
     """The topic was asked before the order was made; without any order there is nothing to have asked for."""
-    if when is None:
-        return Verdict.failed(f"nothing was ordered, so {topic!r} was not asked before ordering")
-    return asked_before(turns, topic, when)
+    return asked_in_time(turns, topic, when, "nothing was ordered")
 
 
 def _asked(topic: str):
-    def check(probe: Probe, _truth: Mapping[str, Any]) -> Verdict:
-        return asked_first(topic, read_transcript(probe), ordered_at(probe))
-    return check
-
-
-def check_heard_change(probe: Probe, _truth: Mapping[str, Any]) -> Verdict:
-    return changed_mind(read_transcript(probe))
+    return asked_before_delivery(topic, ordered_at, "nothing was ordered")
 
 
 # ---- the oracle --------------------------------------------------------------------------------------------
@@ -520,7 +506,7 @@ TASK = Task(
         Clause("asked_guests", "the guests were asked about before ordering", _asked("guests")),
         Clause("asked_delivery", "the delivery time was asked before ordering", _asked("delivery")),
         Clause("heard_change", "the agent checked back after the guests' answer and heard the change of mind",
-               check_heard_change),
+               heard_change),
     ),
     deliverables=(
         Deliverable(RECORD, "gui", owner="root", description="the order form's record (captured by setup)"),
