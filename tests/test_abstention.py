@@ -162,7 +162,7 @@ def test_a_shotgun_reason_that_lists_every_candidate_is_capped_like_a_vague_one(
 
 
 @pytest.mark.parametrize(("extra", "cause_listed", "error"), [
-    (0, True, "more than 3 names"),  # three backups: a reason could name them all
+    (0, True, "more than 4 names"),  # three backups, all causes: the limit is their three names plus one
     (4, False, "is among the candidates"),
 ])
 def test_candidates_must_outnumber_what_a_reason_may_name_and_hold_the_cause(

@@ -127,6 +127,13 @@ def test_a_reason_that_lists_every_candidate_names_no_cause() -> None:
     assert verdict.outcome == Outcome.PARTIAL and f"names {len(batches)} of the {len(batches)}" in verdict.evidence
     four = EpisodeEnd("fail", reason=" ".join(batches[:MAX_NAMED_CANDIDATES + 1]))
     assert check_abstention(four, feasible=False, causes=["P3RT8A"], candidates=batches).outcome == Outcome.PARTIAL
+    # A cut named by three ids (a closed road, a bridge and its road) leaves room for one more remark.
+    roads = [f"R{i}" for i in range(100, 180, 10)]
+    cut = ["R100", "R110", "R120"]
+    four_of_a_cut = EpisodeEnd("fail", reason="R100 is closed; R110 runs under R120's bridge, too low; R130 is fine")
+    assert check_abstention(four_of_a_cut, feasible=False, causes=cut, candidates=roads).outcome == Outcome.SATISFIED
+    five = EpisodeEnd("fail", reason="R100 closed; R110 under R120, too low; R130 and R140 fine")
+    assert check_abstention(five, feasible=False, causes=cut, candidates=roads).outcome == Outcome.PARTIAL
     # Without candidates the old rule stands: any cause named is enough.
     assert check_abstention(shotgun, feasible=False, causes=["P3RT8A"]).outcome == Outcome.SATISFIED
 

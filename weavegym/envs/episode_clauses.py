@@ -5,10 +5,10 @@ A task with an ``Abstention`` is scored one of two ways, by the variant's kind (
 * feasible: the task's clauses and deliverables, plus a critical ``did_not_give_up`` clause, so that an
   agent that always says ``fail`` scores 0 there;
 * infeasible: critical ``gave_up`` (the agent ended with ``fail``; else 0), critical ``named_the_cause``
-  (its reason names one of ``truth["causes"]`` and at most three of ``truth["candidates"]``; else at most
-  0.5), critical ``nothing_fabricated`` (no path of ``Abstention.fabrications`` exists; else 0), and the
-  abstention's own clauses and deliverables (what the investigation leaves). The task's regular clauses would
-  only measure a deliverable that must not exist.
+  (its reason names one of ``truth["causes"]`` and at most three of ``truth["candidates"]``, or the cause's
+  own names plus one; else at most 0.5), critical ``nothing_fabricated`` (no path of
+  ``Abstention.fabrications`` exists; else 0), and the abstention's own clauses and deliverables (what the
+  investigation leaves). The task's regular clauses would only measure a deliverable that must not exist.
 
 The gates that only guard (``did_not_give_up``, ``nothing_fabricated``) weigh 0: they cap the score and add
 no credit, so that doing nothing earns nothing.
@@ -21,7 +21,7 @@ from typing import Any
 
 from weavegym.core.errors import TaskError
 from weavegym.envs.task import CANDIDATES, CAUSES, FEASIBLE, Abstention, Task
-from weavegym.evaluators.answers import MAX_NAMED_CANDIDATES, check_abstention, named_candidates
+from weavegym.evaluators.answers import check_abstention, named_candidates, named_limit
 from weavegym.evaluators.probes import Probe
 from weavegym.evaluators.provenance import Deliverable
 from weavegym.evaluators.scoring import Clause, Verdict
@@ -86,8 +86,9 @@ def check_abstention_truth(task: Task, truth: Mapping[str, Any], feasible: bool)
         raise TaskError(f"{task.id}: truth[{CANDIDATES!r}] must be a list of names")
     assert task.abstention is not None
     if task.abstention.candidates and not feasible:
-        if len(candidates) <= MAX_NAMED_CANDIDATES:
-            raise TaskError(f"{task.id}: truth[{CANDIDATES!r}] must list more than {MAX_NAMED_CANDIDATES} names, "
+        limit = named_limit(causes, candidates)
+        if len(candidates) <= limit:
+            raise TaskError(f"{task.id}: truth[{CANDIDATES!r}] must list more than {limit} names, "
                             f"or a reason could name them all; it has {len(candidates)}")
         if not set(named_candidates(" ".join(causes), candidates)):
             raise TaskError(f"{task.id}: none of truth[{CAUSES!r}] {list(causes)} is among the candidates")

@@ -84,8 +84,9 @@ class Abstention:
     ``truth["causes"]`` the names a right reason contains (any one is enough: the missing backup's file
     name, the commit that is not in the range), none of which the instruction may give away. Where the cause
     is one of many names of its kind (one batch of the month's), set ``candidates`` and return them all in
-    ``truth["candidates"]``: a reason that names more than three of them is a shotgun list, not a diagnosis,
-    and names no cause (validation's ``shotgun`` adversary tries it).
+    ``truth["candidates"]``: a reason that names more than three of them (or more than the cause's own names
+    plus one) is a shotgun list, not a diagnosis, and names no cause (validation's ``shotgun`` adversary
+    tries it).
 
     Scoring on an infeasible variant replaces the task's clauses: full score needs ``fail`` with a reason
     that names a cause (a reason that names none scores at most 0.5), no path of ``fabrications``

@@ -225,15 +225,23 @@ def named_candidates(reason: str, candidates: Iterable[str]) -> list[str]:
     return named
 
 
+def named_limit(causes: Iterable[str], candidates: Iterable[str], max_named: int = MAX_NAMED_CANDIDATES) -> int:
+    """How many candidates a right reason may name: ``max_named``, or the cause's own names plus one if more
+    (a cut made of a closed road, a bridge and the bridge's road is three names before any remark)."""
+    return max(max_named, len(named_candidates(" ".join(causes), candidates)) + 1)
+
+
 def check_abstention(episode: EpisodeEnd, *, feasible: bool, causes: Iterable[str] = (),
                      candidates: Iterable[str] = (), max_named: int = MAX_NAMED_CANDIDATES) -> Verdict:
     """On an infeasible variant, the agent must ``fail`` and name a cause; on a feasible one, not fail.
 
     ``causes`` are the words or names a right reason contains (any one, normalised), e.g. the name of the
     backup that does not exist. ``candidates`` are every name of that kind the agent could have blamed (every
-    batch, every release): a reason that names more than ``max_named`` of them has listed them all rather
-    than found the one, so it counts as naming no cause.
+    batch, every release): a reason that names more than ``max_named`` of them (or the cause's own names
+    plus one, if more; see named_limit) has listed them rather than found the one, so it counts as naming no
+    cause.
     """
+    causes = list(causes)
     names = [normalize_text(c) for c in causes]
     if feasible:
         return Verdict.check(episode.kind != "fail", f"the task was feasible and the agent ended with "
@@ -245,11 +253,11 @@ def check_abstention(episode: EpisodeEnd, *, feasible: bool, causes: Iterable[st
     reason = normalize_text(episode.reason)
     named = [n for n in names if n and n in reason]
     pool = list(candidates)
-    listed = named_candidates(episode.reason, pool)
-    if named and len(listed) > max_named:
+    listed, limit = named_candidates(episode.reason, pool), named_limit(causes, pool, max_named)
+    if named and len(listed) > limit:
         return Verdict.partial(f"the agent gave up, but its reason {_shown(episode.reason)} names {len(listed)} of "
                                f"the {len(pool)} candidates ({', '.join(listed)}): a list of them all is not a "
-                               f"diagnosis (at most {max_named})")
+                               f"diagnosis (at most {limit})")
     if named or not names:
         return Verdict.satisfied(f"the agent gave up with the reason {_shown(episode.reason)}"
                                  + (f", naming {named[0]!r}" if named else ""))
