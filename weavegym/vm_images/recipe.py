@@ -94,6 +94,10 @@ FULL_EXTRA_PACKAGES: tuple[str, ...] = (
     "openscad", "admesh",
     # Design: vector and raster editors.
     "inkscape", "gimp",
+    # Task suite v2 (each well under 300 MB with its dependencies; see README for the image's size):
+    # a spreadsheet with its command-line converter (ssconvert), a waveform viewer with a Verilog
+    # simulator, and a PDF viewer that annotates.
+    "gnumeric", "gtkwave", "iverilog", "evince",
 )
 
 PROFILES: dict[str, dict[str, object]] = {
