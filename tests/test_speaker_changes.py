@@ -77,7 +77,7 @@ def test_the_bigger_room_is_the_smallest_free_one_and_capacities_alone_mislead(s
     tid = next(t for t, k in p["changed"].items() if k == bd.ROOM)
     talk = next(t for t in p["talks"] if t["talk_id"] == tid)
     text = " ".join(next(m for m in p["messages"] if m["talk"] == tid)["lines"][4:])
-    need = int(sc.parse_message(["", "", "", "", text])["need"])  # type: ignore[index]
+    need = int(bd.parse_message(["", "", "", "", text])["need"])  # type: ignore[index]
     busy = {t["room"] for t in p["talks"] if t["time"] == talk["time"] and t["talk_id"] != tid}
     fits = sorted((p["capacity"][r], r) for r in p["rooms"] if p["capacity"][r] >= need)
     free = [r for _c, r in fits if r not in busy]
@@ -127,12 +127,12 @@ def _oracle_offline(seed: int, home: Path, skip: int | None = None) -> list[dict
     records: list[dict[str, Any]] = []
     changes: dict[str, dict[str, Any]] = {}
     for index, m in enumerate(_plan(seed)["messages"]):
-        change = sc.parse_message(m["lines"])
+        change = bd.parse_message(m["lines"])
         assert (change is None) == (not m["talk"]), m["lines"]
         if change is None or index == skip:
             continue
-        rows = sc.parse_lookup(_run(home, ["bash", "-c", sc.lookup_command(change)]))
-        entry = sc.desk_entry(change, rows)
+        rows = bd.parse_lookup(_run(home, ["bash", "-c", bd.lookup_command(change)]))
+        entry = bd.desk_entry(change, rows)
         assert entry is not None, (m["lines"], rows)
         records.append(_desk(entry, len(records) + 1))
         sc._note(changes, change, entry, rows, records[-1]["code"])

@@ -13,6 +13,7 @@ that is free then in every version of the schedule.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -296,6 +297,77 @@ def programme(p: Mapping[str, Any]) -> dict[str, dict[str, str]]:
                              "room": change["room"] if change else t["room"], "title": t["title"],
                              "speakers": speakers}
     return out
+
+
+# ---- the oracle's reading of a message and its lookups ---------------------------------------------------
+
+PATTERNS = (  # what a message asks, in the order tried (an update is also "... WILL SPEAK INSTEAD")
+    (SWAP, re.compile(r"UPDATE ON TALK (?P<talk>T\d+): \S+ CANNOT COME AFTER ALL; (?P<who>\S+) WILL SPEAK")),
+    (SWAP, re.compile(r"TALK (?P<talk>T\d+): (?P<who>\S+) WILL SPEAK INSTEAD OF")),
+    (COSPEAKER, re.compile(r"(?P<who>\S+) JOINS TALK (?P<talk>T\d+) AS CO-SPEAKER")),
+    (CANCEL, re.compile(r"TALK (?P<talk>T\d+) IS CANCELLED")),
+    (TIME, re.compile(r"TALK (?P<talk>T\d+) MOVES TO (?P<time>\d\d:\d\d)")),
+    (ROOM, re.compile(r"TALK (?P<talk>T\d+) EXPECTS (?P<need>\d+) PEOPLE")),
+)
+
+
+def parse_message(lines: Sequence[str]) -> dict[str, str] | None:
+    """{"kind", "talk", and "who", "time" or "need"} of a message's text (after its 4 header lines), or None."""
+    text = " ".join(lines[4:])
+    for kind, pattern in PATTERNS:
+        found = pattern.search(text)
+        if found:
+            return {"kind": kind, **found.groupdict()}
+    return None
+
+
+def lookup_command(change: Mapping[str, str]) -> str:
+    """The sqlite3 line that prints what the desk entry needs: the talk, its speaker, the person named, the room."""
+    tid = change["talk"]
+    sql = [f"SELECT 'TALK', talk_id, room, time, speaker FROM talks WHERE talk_id = '{tid}';",
+           f"SELECT 'SPEAKER', p.reg_id, p.name FROM talks t JOIN people p ON p.reg_id = t.speaker "
+           f"WHERE t.talk_id = '{tid}';"]
+    if "who" in change:
+        who = change["who"]
+        where = f"reg_id = '{who}'" if re.fullmatch(r"R\d+", who) else f"lower(email) = lower('{who}')"
+        sql.append(f"SELECT 'PERSON', reg_id, name FROM people WHERE {where};")
+    if "need" in change:
+        sql.append(f"SELECT 'ROOM', name, capacity FROM rooms WHERE capacity >= {int(change['need'])} AND name NOT IN "
+                   f"(SELECT room FROM talks WHERE time = (SELECT time FROM talks WHERE talk_id = '{tid}') AND "
+                   f"talk_id <> '{tid}') ORDER BY capacity LIMIT 1;")
+    return f"sqlite3 -separator '|' ~/registration.db \"{' '.join(sql)}\""
+
+
+def parse_lookup(terminal: str) -> dict[str, list[str]]:
+    """{tag: fields} of the lookup's tagged lines."""
+    rows = {}
+    for line in terminal.replace("\r", "").split("\n"):
+        tag, _sep, rest = line.partition("|")
+        if tag in ("TALK", "SPEAKER", "PERSON", "ROOM"):
+            rows[tag] = rest.split("|")
+    return rows
+
+
+def desk_entry(change: Mapping[str, str], rows: Mapping[str, list[str]]) -> dict[str, str] | None:
+    """What to type at the desk ({"talk", "room", "time", "speaker"}; just "talk" to withdraw), or None."""
+    if "TALK" not in rows or "SPEAKER" not in rows:
+        return None
+    _tid, room, time, _speaker = rows["TALK"][:4]
+    entry = {"talk": change["talk"], "room": room, "time": time, "speaker": rows["SPEAKER"][1]}
+    kind = change["kind"]
+    if kind == CANCEL:
+        return {"talk": change["talk"]}
+    if kind in (SWAP, COSPEAKER):
+        if "PERSON" not in rows:
+            return None
+        entry["speaker"] = rows["PERSON"][1]
+    elif kind == TIME:
+        entry["time"] = change["time"]
+    elif kind == ROOM:
+        if "ROOM" not in rows:
+            return None
+        entry["room"] = rows["ROOM"][0]
+    return entry
 
 
 # ---- reading the windows off the screen (the oracle's eyes; setup's readiness check) -------------------------

@@ -47,7 +47,6 @@ SCHEMA = ("CREATE TABLE people (reg_id TEXT PRIMARY KEY, name TEXT NOT NULL, ema
           "CREATE TABLE talks (talk_id TEXT PRIMARY KEY, title TEXT NOT NULL, room TEXT NOT NULL, "
           "time TEXT NOT NULL, speaker TEXT NOT NULL REFERENCES people(reg_id));")
 MAX_HANDOUT = 64 << 10
-WAITS = 12  # one-second waits for a click's redraw under TCG
 
 # ---- setup -------------------------------------------------------------------------------------------------
 
@@ -236,75 +235,6 @@ def check_codes(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
 
 # ---- the oracle --------------------------------------------------------------------------------------------
 
-PATTERNS = (  # what a message asks, in the order tried (an update is also "... WILL SPEAK INSTEAD")
-    (bd.SWAP, re.compile(r"UPDATE ON TALK (?P<talk>T\d+): \S+ CANNOT COME AFTER ALL; (?P<who>\S+) WILL SPEAK")),
-    (bd.SWAP, re.compile(r"TALK (?P<talk>T\d+): (?P<who>\S+) WILL SPEAK INSTEAD OF")),
-    (bd.COSPEAKER, re.compile(r"(?P<who>\S+) JOINS TALK (?P<talk>T\d+) AS CO-SPEAKER")),
-    (bd.CANCEL, re.compile(r"TALK (?P<talk>T\d+) IS CANCELLED")),
-    (bd.TIME, re.compile(r"TALK (?P<talk>T\d+) MOVES TO (?P<time>\d\d:\d\d)")),
-    (bd.ROOM, re.compile(r"TALK (?P<talk>T\d+) EXPECTS (?P<need>\d+) PEOPLE")),
-)
-
-
-def parse_message(lines: Sequence[str]) -> dict[str, str] | None:
-    """{"kind", "talk", and "who", "time" or "need"} of a message's text (after its 4 header lines), or None."""
-    text = " ".join(lines[4:])
-    for kind, pattern in PATTERNS:
-        found = pattern.search(text)
-        if found:
-            return {"kind": kind, **found.groupdict()}
-    return None
-
-
-def lookup_command(change: Mapping[str, str]) -> str:
-    """The sqlite3 line that prints what the desk entry needs: the talk, its speaker, the person named, the room."""
-    tid = change["talk"]
-    sql = [f"SELECT 'TALK', talk_id, room, time, speaker FROM talks WHERE talk_id = '{tid}';",
-           f"SELECT 'SPEAKER', p.reg_id, p.name FROM talks t JOIN people p ON p.reg_id = t.speaker "
-           f"WHERE t.talk_id = '{tid}';"]
-    if "who" in change:
-        who = change["who"]
-        where = f"reg_id = '{who}'" if re.fullmatch(r"R\d+", who) else f"lower(email) = lower('{who}')"
-        sql.append(f"SELECT 'PERSON', reg_id, name FROM people WHERE {where};")
-    if "need" in change:
-        sql.append(f"SELECT 'ROOM', name, capacity FROM rooms WHERE capacity >= {int(change['need'])} AND name NOT IN "
-                   f"(SELECT room FROM talks WHERE time = (SELECT time FROM talks WHERE talk_id = '{tid}') AND "
-                   f"talk_id <> '{tid}') ORDER BY capacity LIMIT 1;")
-    return f"sqlite3 -separator '|' ~/registration.db \"{' '.join(sql)}\""
-
-
-def parse_lookup(terminal: str) -> dict[str, list[str]]:
-    """{tag: fields} of the lookup's tagged lines."""
-    rows = {}
-    for line in terminal.replace("\r", "").split("\n"):
-        tag, _sep, rest = line.partition("|")
-        if tag in ("TALK", "SPEAKER", "PERSON", "ROOM"):
-            rows[tag] = rest.split("|")
-    return rows
-
-
-def desk_entry(change: Mapping[str, str], rows: Mapping[str, list[str]]) -> dict[str, str] | None:
-    """What to type at the desk ({"talk", "room", "time", "speaker"}; just "talk" to withdraw), or None."""
-    if "TALK" not in rows or "SPEAKER" not in rows:
-        return None
-    _tid, room, time, _speaker = rows["TALK"][:4]
-    entry = {"talk": change["talk"], "room": room, "time": time, "speaker": rows["SPEAKER"][1]}
-    kind = change["kind"]
-    if kind == bd.CANCEL:
-        return {"talk": change["talk"]}
-    if kind in (bd.SWAP, bd.COSPEAKER):
-        if "PERSON" not in rows:
-            return None
-        entry["speaker"] = rows["PERSON"][1]
-    elif kind == bd.TIME:
-        entry["time"] = change["time"]
-    elif kind == bd.ROOM:
-        if "ROOM" not in rows:
-            return None
-        entry["room"] = rows["ROOM"][0]
-    return entry
-
-
 def handout_program(changes: Mapping[str, Mapping[str, Any]]) -> str:
     """Python for the shell: the programme from the database with the changes applied, codes from the desk."""
     return f"""import os, sqlite3
@@ -325,46 +255,70 @@ print("HANDOUT", len(lines), "talks")
 
 
 STATUS = re.compile(r"#(\d+) (BADGE|WITHDRAWN) (T\d+) CODE ([A-Z2-9]{6})")
+# Under TCG on a loaded host a click can trail its observation by many seconds, or be lost while the window
+# manager works through the keyboard remappings that typing non-ASCII names causes: the oracle reads until the
+# effect shows and clicks again after a while (showing a message twice, or re-entering a refused entry, is
+# harmless).
+MAIL_TRIES, MAIL_WAITS, DESK_TRIES, DESK_WAITS = 5, 5, 3, 8
 
 
 def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
     """Per message: open it (GUI), read it off the screen, look the talk and the person up (CLI), enter the talk at
     the desk (GUI) and read the code back; then write the handout from the shell."""
-    t = ctx.truth["targets"]
     changes: dict[str, dict[str, Any]] = {}
     entered = 0
     for index in range(ctx.truth["count"]):
-        yield {"kind": "click", "x": t["messages"][index][0], "y": t["messages"][index][1]}
-        lines: list[str] = []
-        for _ in range(WAITS):  # the click's redraw may trail the observation under TCG
-            lines = bd.read_message((ctx.obs or {})["screen"], ctx.truth["mail_at"])
-            if lines and lines[0] == f"MESSAGE {index + 1} OF {ctx.truth['count']}" and len(lines) > 4:
-                break
-            yield {"kind": "wait", "seconds": 1}
-        change = parse_message(lines)
+        lines = yield from _open_message(ctx, index)
+        change = bd.parse_message(lines)
         if change is None:  # the message that changes nothing (or one this channel could not read)
             continue
-        yield {"kind": "shell", "command": lookup_command(change)}
-        rows = parse_lookup((ctx.obs or {}).get("terminal", ""))
-        entry = desk_entry(change, rows)
+        yield {"kind": "shell", "command": bd.lookup_command(change)}
+        rows = bd.parse_lookup((ctx.obs or {}).get("terminal", ""))
+        entry = bd.desk_entry(change, rows)
         if entry is None:
             continue
+        entered, code = yield from _enter(ctx, entry, entered)
+        _note(changes, change, entry, rows, code)
+    yield {"kind": "python", "code": handout_program(changes), "timeout": 60}
+    yield {"kind": "done"}
+
+
+def _open_message(ctx: OracleContext, index: int) -> Iterator[ActionLike]:
+    """Click message ``index`` until the pane shows it; its lines ([] when it never showed)."""
+    x, y = ctx.truth["targets"]["messages"][index]
+    want = f"MESSAGE {index + 1} OF {ctx.truth['count']}"
+    for _try in range(MAIL_TRIES):
+        yield {"kind": "click", "x": x, "y": y}
+        for _ in range(MAIL_WAITS):
+            lines = bd.read_message((ctx.obs or {})["screen"], ctx.truth["mail_at"])
+            if lines and lines[0] == want and len(lines) > 4:
+                return lines
+            yield {"kind": "wait", "seconds": 2}
+    return []
+
+
+def _enter(ctx: OracleContext, entry: Mapping[str, str], entered: int) -> Iterator[ActionLike]:
+    """Type the entry into the desk until its status line shows the entry's number and code: (number, code), or
+    (entered, "") when it never did."""
+    t = ctx.truth["targets"]
+    for attempt in range(DESK_TRIES):
         yield {"kind": "click", "x": t["talk"][0], "y": t["talk"][1]}
+        if attempt:  # what a lost click or a refusal left in the talk field; Tab selects the others' text
+            yield {"kind": "key", "keys": "ctrl+slash"}
         if "room" in entry:
             yield {"kind": "type", "text": f"{entry['talk']}\t{entry['room']}\t{entry['time']}\t{entry['speaker']}\n"}
         else:
             yield {"kind": "type", "text": entry["talk"]}
             yield {"kind": "click", "x": t["withdraw"][0], "y": t["withdraw"][1]}
-        code = ""
-        for _ in range(WAITS):
-            found = STATUS.search(bd.read_status((ctx.obs or {})["screen"], ctx.truth["desk_at"]))
-            if found and int(found.group(1)) == entered + 1 and found.group(3) == entry["talk"]:
-                entered, code = entered + 1, found.group(4)
+        for _ in range(DESK_WAITS):
+            status = bd.read_status((ctx.obs or {})["screen"], ctx.truth["desk_at"])
+            found = STATUS.search(status)
+            if found and int(found.group(1)) > entered and found.group(3) == entry["talk"]:
+                return int(found.group(1)), found.group(4)
+            if attempt == 0 and status.startswith("REFUSED"):
                 break
             yield {"kind": "wait", "seconds": 1}
-        _note(changes, change, entry, rows, code)
-    yield {"kind": "python", "code": handout_program(changes), "timeout": 60}
-    yield {"kind": "done"}
+    return entered, ""
 
 
 def _note(changes: dict[str, dict[str, Any]], change: Mapping[str, str], entry: Mapping[str, str],
@@ -391,7 +345,8 @@ TASK = Task(
     instruction=(
         "You run the badge and schedule desk of a conference. The 'Mail - Inbox' window on the desktop holds the "
         "programme chair's messages about last-minute changes (click a message to read it). Apply them in order: a "
-        "later message can correct an earlier one. The messages name people by registration id or e-mail address; "
+        "later message can correct an earlier one. The mail is written in capitals and names people by registration "
+        "id or e-mail address; "
         "~/registration.db (SQLite; tables people: reg_id, name, email, affiliation, role; rooms: name, capacity; "
         "talks: talk_id, title, room, time, speaker, the speaker being a reg_id) has the programme before the "
         "changes and everyone's name exactly as registered. A talk that needs a bigger room moves to the smallest "
@@ -433,6 +388,6 @@ TASK = Task(
     withheld=("changed", "final", "stale", "programme", "messages"),
     oracle=oracle,
     apps=("python3-tk", "sqlite3", "python3"),
-    max_steps=140,
+    max_steps=200,
     time_budget_s=1800.0,
 )
