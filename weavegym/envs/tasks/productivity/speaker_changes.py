@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from typing import Any
 
 from weavegym.core.deadline import wait_for
@@ -283,7 +283,7 @@ def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
     yield {"kind": "done"}
 
 
-def _open_message(ctx: OracleContext, index: int) -> Iterator[ActionLike]:
+def _open_message(ctx: OracleContext, index: int) -> Generator[ActionLike, Any, list[str]]:
     """Click message ``index`` until the pane shows it; its lines ([] when it never showed)."""
     x, y = ctx.truth["targets"]["messages"][index]
     want = f"MESSAGE {index + 1} OF {ctx.truth['count']}"
@@ -297,7 +297,7 @@ def _open_message(ctx: OracleContext, index: int) -> Iterator[ActionLike]:
     return []
 
 
-def _enter(ctx: OracleContext, entry: Mapping[str, str], entered: int) -> Iterator[ActionLike]:
+def _enter(ctx: OracleContext, entry: Mapping[str, str], entered: int) -> Generator[ActionLike, Any, tuple[int, str]]:
     """Type the entry into the desk until its status line shows the entry's number and code: (number, code), or
     (entered, "") when it never did."""
     t = ctx.truth["targets"]
