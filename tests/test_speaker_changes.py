@@ -208,8 +208,8 @@ def test_a_name_typed_without_its_accents_or_in_another_encoding_fails(tmp_path:
     plain = latin["speaker"].encode("ascii", "ignore").decode()
     bad = [dict(r, speaker=plain) if r is latin else r for r in records]
     assert _outcomes(_files(home, bad), truth)["desk_entries"] is Outcome.PARTIAL
-    latin1 = dict(files, **{sc.HANDOUT: files[sc.HANDOUT].decode().encode("utf-16")})
-    assert _outcomes(latin1, truth)["handout_programme"] is Outcome.FAILED
+    utf16 = dict(files, **{sc.HANDOUT: files[sc.HANDOUT].decode().encode("utf-16")})
+    assert _outcomes(utf16, truth)["handout_programme"] is Outcome.FAILED
     handout = files[sc.HANDOUT].decode()
     ascii_names = dict(files, **{sc.HANDOUT: handout.replace(latin["speaker"], plain).encode()})
     assert _outcomes(ascii_names, truth)["handout_programme"] is Outcome.PARTIAL
