@@ -387,7 +387,7 @@ TASK = Task(
     ),
     withheld=("changed", "final", "stale", "programme", "messages"),
     oracle=oracle,
-    apps=("python3-tk", "sqlite3", "python3"),
+    apps=("Mail (python3-tk)", "Badge Desk (python3-tk)", "sqlite3", "python3"),
     max_steps=200,
     time_budget_s=1800.0,
 )
