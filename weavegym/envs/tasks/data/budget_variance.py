@@ -266,7 +266,7 @@ def centre_sql(code: str, first: str, last: str) -> str:
 
 
 MEMO_PY = """import csv
-with open("/tmp/variance.csv", newline="", encoding="utf-8") as f:
+with open({csv!r}, newline="", encoding="utf-8") as f:
     rows = [r for r in csv.reader(f)][1:]
 over = sorted(((r[0], float(r[3])) for r in rows if len(r) > 3 and r[0] and r[3]), key=lambda r: -r[1])
 with open({memo!r}, "w", encoding="utf-8") as f:
@@ -312,7 +312,8 @@ def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
     yield {"kind": "shell", "command": f"ssconvert --export-type=Gnumeric_stf:stf_csv {book} /tmp/variance.csv "
                                        f"2>/dev/null && sha256sum {book}"}
     digest = re.search(r"^([0-9a-f]{64}) ", ctx.obs.get("terminal", ""), re.M)
-    yield {"kind": "python", "code": MEMO_PY.format(memo=MEMO, digest=digest[1] if digest else "unknown")}
+    memo = MEMO_PY.format(csv="/tmp/variance.csv", memo=MEMO, digest=digest[1] if digest else "unknown")
+    yield {"kind": "python", "code": memo}
     yield {"kind": "done"}
 
 
