@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import itertools
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -19,6 +21,7 @@ import numpy as np
 import pytest
 
 from weavegym.core.deadline import wait_for
+from weavegym.envs.task import OracleContext
 from weavegym.envs.tasks import pixel_font
 from weavegym.envs.tasks.data import budget_books as bb
 from weavegym.envs.tasks.data import budget_variance as bv
@@ -243,3 +246,71 @@ def test_the_board_pack_shows_budgets_only_after_a_tab_and_a_bar_click(
         proc.kill()
         proc.wait()
 
+
+
+class Simulation:
+    """The oracle's world without a VM: the Board pack's screen drawn from its layout (lit cells on white), the
+    ledger's answers from SQLite, and the rows the oracle types collected as Gnumeric would store them."""
+
+    def __init__(self, world: Mapping[str, Any], board: list[int]) -> None:
+        self.world, self.chart = world, bb.chart(world)
+        self.targets = bb.screen_targets(board, len(self.chart["codes"]))
+        self.db = database_bytes(bb.SCHEMA, bb.ledger_rows(world))
+        self.quarter: int | None = None
+        self.clicked: set[int] = set()
+        self.typed: list[str] = []
+        self.terminal = ""
+
+    def screen(self) -> np.ndarray:
+        image = np.full((720, 1280, 3), 255, np.uint8)
+        title = bb.title_text(self.quarter) if self.quarter else "BOARD PACK"
+        labels = [(title, self.targets["title"], bb.TITLE_SCALE)]
+        if self.quarter:
+            budgets = self.chart["budgets"][self.quarter - 1]
+            labels += [(code, self.targets["codes"][i], bb.LABEL_SCALE) for i, code in enumerate(self.chart["codes"])]
+            labels += [(f"{budgets[i]:05d}", self.targets["values"][i], bb.LABEL_SCALE) for i in self.clicked]
+        for text, (x, y), scale in labels:
+            for x0, y0, x1, y1 in pixel_font.layout_text(text, x, y, scale):
+                image[y0:y1, x0:x1] = pixel_font.INK
+        return image
+
+    def act(self, action: Mapping[str, Any]) -> None:
+        if action["kind"] == "click":
+            point = [action["x"], action["y"]]
+            if point in self.targets["tabs"]:
+                self.quarter, self.clicked = self.targets["tabs"].index(point) + 1, set()
+            elif point in self.targets["bars"]:
+                self.clicked.add(self.targets["bars"].index(point))
+        elif action["kind"] == "shell" and "sqlite3" in action["command"]:
+            sql = shlex.split(action["command"])[-1]
+            with opened(self.db) as con:
+                self.terminal = "\n".join("|".join(str(v) for v in row) for row in con.execute(sql))
+        elif action["kind"] == "type":
+            self.typed.append(action["text"])
+
+
+@pytest.mark.unit
+def test_the_oracle_reads_the_chart_asks_the_ledger_and_types_every_open_centres_row() -> None:
+    world = _world(6)
+    board, sheet = [0, 64, 700, 560], [722, 64, 552, 640]
+    sim = Simulation(world, board)
+    truth = {"quarter": world["quarter"], "bars": len(sim.chart["codes"]), "sheet": sheet,
+             "targets": sim.targets, "first": bb.quarter_bounds(world["quarter"])[0],
+             "last": bb.quarter_bounds(world["quarter"])[1]}
+    ctx = OracleContext(params={}, truth=truth, screen=(1280, 720))
+    ctx.obs = {"screen": sim.screen(), "terminal": ""}
+    actions = []
+    for action in bv.oracle(ctx):
+        assert isinstance(action, dict)
+        actions.append(action)
+        if action["kind"] in ("python", "done"):
+            break
+        sim.act(action)
+        ctx.obs = {"screen": sim.screen(), "terminal": sim.terminal}
+    rows = [text.split("\t") for text in sim.typed]
+    want = [[r["name"], str(r["budget"]), f"{r['actual_cents'] / 100:.2f}", f"=C{i}-B{i}\n"]
+            for i, r in enumerate(world["rows"], 2)]
+    assert rows == want
+    kinds = ["gui" if a["kind"] in ("click", "type", "key") else "cli" for a in actions if a["kind"] != "wait"]
+    switches = sum(1 for a, b in itertools.pairwise(kinds) if a != b)
+    assert len(actions) + 1 >= 30 and switches >= 8

@@ -283,12 +283,13 @@ def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
     yield {"kind": "click", "x": tab[0], "y": tab[1]}
     yield from _shown(ctx, lambda s: bb.shown_title(s, targets), bb.title_text(truth["quarter"]))
     sx, sy, sw, _sh = truth["sheet"]
-    row = 2
+    row, on_sheet = 2, False
     for bar in range(truth["bars"]):
         assert ctx.obs is not None
         code = bb.read_code(ctx.obs["screen"], targets, bar)
         point = targets["bars"][bar]
         yield {"kind": "click", "x": point[0], "y": point[1]}
+        on_sheet = False
         yield from _shown(ctx, lambda s, b=bar: bb.read_value(s, targets, b))
         budget = bb.read_value(ctx.obs["screen"], targets, bar)
         sql = centre_sql(code, truth["first"], truth["last"])
@@ -301,8 +302,9 @@ def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
         actual = f"{'-' if cents < 0 else ''}{abs(cents) // 100}.{abs(cents) % 100:02d}"
         yield {"kind": "click", "x": sx + sw // 2, "y": max(sy - 10, 1)}  # Gnumeric's title bar: focus, cell kept
         yield {"kind": "type", "text": f"{found[4]}\t{budget}\t{actual}\t=C{row}-B{row}\n"}
-        row += 1
-    yield {"kind": "click", "x": sx + sw // 2, "y": max(sy - 10, 1)}  # the last bar may have been a closed centre
+        row, on_sheet = row + 1, True
+    if not on_sheet:  # the last bar was a closed centre: the Board pack has the focus
+        yield {"kind": "click", "x": sx + sw // 2, "y": max(sy - 10, 1)}
     yield {"kind": "key", "keys": "ctrl+s"}
     book = shlex.quote(WORKBOOK)
     yield {"kind": "shell", "timeout": 150,
