@@ -55,6 +55,10 @@ def setup(ctx: SetupContext) -> Prepared:
     ctx.run(["install", "-d", "-m", "2755", "-o", DESKTOP_USER, "-g", SHARED_GROUP, FINANCE])
     ctx.write_file(WORKBOOK, ctx.fixture(__package__, "fixtures/variance_template.gnumeric"), mode=0o644)
     ctx.run(["install", "-d", "-m", "2755", "-o", WORKSPACE_USER, "-g", SHARED_GROUP, OUTBOX])
+    # The rows are long typed strings; on a loaded TCG host the guest's X server can stall between a key's press
+    # and its release for longer than the autorepeat delay, and "Córdoba" lands as "Córdoooba". Nothing in the
+    # episode needs a held key to repeat (a key action has no hold), so the server's autorepeat is off.
+    ctx.run(["env", "DISPLAY=:0", "xset", "r", "off"], user=ctx.user)
     board = _open_board(ctx, bb.chart(world))
     ctx.launch_gui(f"cd {FINANCE} && {{as_user}} gnumeric {WORKBOOK}", name="gnumeric")
     sheet = _place(ctx, ctx.wait_window(SHEET_TITLE, timeout=400).id, GNUMERIC_AT, GNUMERIC_SIZE)
