@@ -12,7 +12,6 @@ column needs (cell references, numbers, + - * / and brackets) and refuses anythi
 from __future__ import annotations
 
 import ast
-import gzip
 import operator
 import re
 import xml.etree.ElementTree as ET
@@ -64,9 +63,13 @@ def shift(formula: str, rows: int, cols: int) -> str:
 def read_workbook(data: bytes) -> dict[str, dict[tuple[int, int], Cell]]:
     """The cells of every sheet, by sheet name and (row, col). Raises ValueError when it is no Gnumeric file."""
     try:
-        xml = zlib.decompressobj(wbits=31).decompress(data, MAX_XML) if data[:2] == b"\x1f\x8b" else data
-        root = ET.fromstring(xml)
-    except (zlib.error, ET.ParseError, EOFError, gzip.BadGzipFile) as exc:
+        if data[:2] == b"\x1f\x8b":  # Gnumeric's default; an uncompressed file (a preference) is read as it is
+            inflate = zlib.decompressobj(wbits=31)
+            data = inflate.decompress(data, MAX_XML)
+            if inflate.unconsumed_tail:
+                raise ValueError(f"its XML is over {MAX_XML} bytes")
+        root = ET.fromstring(data)
+    except (zlib.error, ET.ParseError) as exc:
         raise ValueError(f"not a Gnumeric workbook: {exc}") from None
     if root.tag != f"{{{NS['gnm']}}}Workbook":
         raise ValueError(f"not a Gnumeric workbook: the root element is {root.tag}")
