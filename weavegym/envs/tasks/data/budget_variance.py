@@ -373,7 +373,7 @@ TASK = Task(
     withheld=("rows",),
     oracle=oracle,
     profile="full",
-    apps=("gnumeric", "python3-tk", "sqlite3", "ssconvert"),
+    apps=("gnumeric", "Board pack (python3-tk)", "sqlite3", "ssconvert"),
     max_steps=160,  # the oracle takes 31-45 steps, and up to WAIT_TRIES waits per redraw
     time_budget_s=1800.0,
 )
