@@ -46,7 +46,7 @@ def wave_area(image: np.ndarray) -> Box | None:
 
 def scope_icon(image: np.ndarray, wave: Box) -> tuple[int, int] | None:
     """The centre of the SST tree's first scope icon (left of the names pane, in the wave area's first rows)."""
-    x0, x1 = max(0, wave[0] - 380), max(0, wave[0] - 150)
+    x0, x1 = max(0, wave[0] - 460), max(0, wave[0] - 150)
     y0, y1 = wave[1] - 4, wave[1] + 45
     region = image[y0:y1, x0:x1, :3].astype(int)
     coloured = (region.max(axis=2) - region.min(axis=2)) > 60
