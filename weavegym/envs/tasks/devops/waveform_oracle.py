@@ -174,12 +174,13 @@ def _add_signals(ctx: OracleContext, cycles: int) -> Iterator[ActionLike]:
     yield {"kind": "key", "keys": "ctrl+a"}
     button = gw.append_button(_screen(ctx), wave, icon)
     yield {"kind": "click", "x": button[0], "y": button[1]}
-    yield {"kind": "key", "keys": "ctrl+0"}  # Time > Zoom > Zoom Full: the whole run in view
-    for _ in range(WAIT_TRIES):
+    for attempt in range(WAIT_TRIES):
         wave = gw.wave_area(_screen(ctx))
         edges = gw.clock_edges(_screen(ctx), wave) if wave else None
         if edges is not None and len(edges) >= 2 * cycles - 4:
             return
+        if attempt % 5 == 0:  # Time > Zoom > Zoom Full (the whole run in view), again if a busy GTKWave lost it
+            yield {"kind": "key", "keys": "ctrl+0"}
         yield {"kind": "wait", "seconds": 1.0}
 
 
