@@ -174,12 +174,21 @@ def _add_signals(ctx: OracleContext, cycles: int) -> Iterator[ActionLike]:
     yield {"kind": "key", "keys": "ctrl+a"}
     button = gw.append_button(_screen(ctx), wave, icon)
     yield {"kind": "click", "x": button[0], "y": button[1]}
+    yield from _zoom_full(ctx, cycles)
+
+
+def _zoom_full(ctx: OracleContext, cycles: int) -> Iterator[ActionLike]:
+    """Time > Zoom > Zoom Full (ctrl+0) until every clock edge of the run is in view. A busy GTKWave can lose the
+    key, and one whose focus sits in the signal list may not see it: every other try clicks the waves first (that
+    only moves the marker, which is set afterwards)."""
     for attempt in range(WAIT_TRIES):
         wave = gw.wave_area(_screen(ctx))
         edges = gw.clock_edges(_screen(ctx), wave) if wave else None
         if edges is not None and len(edges) >= 2 * cycles - 4:
             return
-        if attempt % 5 == 0:  # Time > Zoom > Zoom Full (the whole run in view), again if a busy GTKWave lost it
+        if attempt % 4 == 0:
+            if wave is not None and attempt % 8 == 4:
+                yield {"kind": "click", "x": (wave[0] + wave[2]) // 2, "y": wave[3] - 12}
             yield {"kind": "key", "keys": "ctrl+0"}
         yield {"kind": "wait", "seconds": 1.0}
 
@@ -200,12 +209,15 @@ def _wait_saved(path: str, stamp: str) -> dict[str, Any]:
                        f"grep -m1 '^\\*' {path} | sed 's/^/MARKER /'"}
 
 
-def _mark_and_save(ctx: OracleContext, cycle: int, path: str) -> Iterator[ActionLike]:
+def _mark_and_save(ctx: OracleContext, cycle: int, cycles: int, path: str) -> Iterator[ActionLike]:
     """Click the marker into the cycle, Write Save File As, then check the saved marker from the shell; a miss
     is clicked again (from the marker the file shows) and saved with Write Save File."""
     start, end = rtl.cycle_span(cycle)
     stamp = f"/tmp/weavegym-mark-{cycle}"
     target = _marker_x(ctx, cycle)
+    if target is None:  # the whole run is not in view yet
+        yield from _zoom_full(ctx, cycles)
+        target = _marker_x(ctx, cycle)
     if target is None:
         return
     yield {"kind": "shell", "command": f"touch {stamp}"}
@@ -265,7 +277,7 @@ def oracle(ctx: OracleContext, before_gtkw: str, after_gtkw: str) -> Iterator[Ac
         yield {"kind": "fail", "reason": "the simulation matches the spec, or no one-line fix reproduces it"}
         return
     cycle, signals = first
-    yield from _mark_and_save(ctx, cycle, before_gtkw)
+    yield from _mark_and_save(ctx, cycle, cycles, before_gtkw)
     old, new = fix
     yield {"kind": "shell", "timeout": 300, "command": (
         f"cd {repo} && sed -i 's/{old}/{new}/' {module}.v && git diff --stat && "
@@ -279,7 +291,7 @@ def oracle(ctx: OracleContext, before_gtkw: str, after_gtkw: str) -> Iterator[Ac
         return
     yield from _open_vcd(ctx, f"{repo}/after.vcd", top)
     yield from _add_signals(ctx, cycles)
-    yield from _mark_and_save(ctx, cycle, after_gtkw)
+    yield from _mark_and_save(ctx, cycle, cycles, after_gtkw)
     yield {"kind": "click", "x": targets["tabs"][2][0], "y": targets["tabs"][2][1]}
     for _ in range(WAIT_TRIES):
         if read_text(_screen(ctx), targets["page"][0] + TITLE_AT[0], targets["page"][1] + TITLE_AT[1], SCALE,
