@@ -204,9 +204,45 @@ def _marker_x(ctx: OracleContext, cycle: int) -> tuple[int, int] | None:
 
 def _wait_saved(path: str, stamp: str) -> dict[str, Any]:
     """A shell step: wait until GTKWave has written the save file (newer than ``stamp``) and show its marker."""
-    return {"kind": "shell", "timeout": 60,
-            "command": f"timeout 40 sh -c 'until [ -s {path} ] && [ {path} -nt {stamp} ]; do sleep 0.3; done'; "
+    return {"kind": "shell", "timeout": 45,
+            "command": f"timeout 25 sh -c 'until [ -s {path} ] && [ {path} -nt {stamp} ]; do sleep 0.3; done'; "
                        f"grep -m1 '^\\*' {path} | sed 's/^/MARKER /'"}
+
+
+def _saved_marker(ctx: OracleContext) -> int | None:
+    found = re.findall(r"^MARKER \*[-0-9.]+ (-?\d+)", (ctx.obs or {}).get("terminal", ""), re.M)
+    return int(found[-1]) if found else None
+
+
+def _settle(ctx: OracleContext, tries: int = 12) -> Iterator[ActionLike]:
+    """Wait until two frames in a row agree: GTKWave has drawn the marker (and its title) before the next key, so
+    the dialog that key opens is not confused with the marker's own redraw."""
+    previous = None
+    for _ in range(tries):
+        frame = _screen(ctx)
+        if previous is not None and frame.shape == previous.shape and int(
+                (np.abs(frame.astype(np.int16) - previous.astype(np.int16)).max(axis=2) > 24).sum()) <= 50:
+            return
+        previous = frame.copy()
+        yield {"kind": "wait", "seconds": 0.5}
+
+
+def _save_as(ctx: OracleContext, path: str, stamp: str) -> Iterator[ActionLike]:
+    """File > Write Save File As (ctrl+shift+s), the path typed into its name field, checked from the shell; the
+    dialog is opened again when the file did not come (a key that reached GTKWave before its dialog did)."""
+    for _attempt in range(3):
+        yield from _settle(ctx)
+        before = _screen(ctx).copy()
+        yield {"kind": "key", "keys": "ctrl+shift+s"}
+        yield from wait_box(ctx, before, tries=60)
+        yield {"kind": "key", "keys": "ctrl+a"}
+        yield {"kind": "type", "text": path}
+        for _return in range(2):  # the chooser may swallow a Return to finish its completion
+            yield {"kind": "key", "keys": "Return"}
+            yield _wait_saved(path, stamp)
+            if _saved_marker(ctx) is not None:
+                return
+        yield {"kind": "key", "keys": "Escape"}  # a dialog still open goes; GTKWave's window ignores it
 
 
 def _mark_and_save(ctx: OracleContext, cycle: int, cycles: int, path: str) -> Iterator[ActionLike]:
@@ -222,29 +258,19 @@ def _mark_and_save(ctx: OracleContext, cycle: int, cycles: int, path: str) -> It
         return
     yield {"kind": "shell", "command": f"touch {stamp}"}
     yield {"kind": "click", "x": target[0], "y": target[1]}
-    before = _screen(ctx).copy()
-    yield {"kind": "key", "keys": "ctrl+shift+s"}
-    yield from wait_box(ctx, before, tries=60)
-    yield {"kind": "key", "keys": "ctrl+a"}
-    yield {"kind": "type", "text": path}
-    for attempt in range(4):
-        yield {"kind": "key", "keys": "Return"}  # the chooser may swallow one to finish its completion
-        yield _wait_saved(path, stamp)
-        found = re.findall(r"^MARKER \*[-0-9.]+ (-?\d+)", (ctx.obs or {}).get("terminal", ""), re.M)
-        if not found:
-            continue
-        marker = int(found[-1])
-        if start <= marker < end or attempt == 3:
-            return
-        scale = _marker_x(ctx, 1)
-        origin = _marker_x(ctx, 0)
-        if scale is None or origin is None:
+    yield from _save_as(ctx, path, stamp)
+    for _attempt in range(3):
+        marker = _saved_marker(ctx)
+        scale, origin = _marker_x(ctx, 1), _marker_x(ctx, 0)
+        if marker is None or start <= marker < end or scale is None or origin is None:
             return
         per_ns = (scale[0] - origin[0]) / rtl.PERIOD
         target = (round(target[0] + per_ns * ((start + end) / 2 - marker)), target[1])
         yield {"kind": "shell", "command": f"touch {stamp}"}
         yield {"kind": "click", "x": target[0], "y": target[1]}
+        yield from _settle(ctx)
         yield {"kind": "key", "keys": "ctrl+s"}  # Write Save File: the same file, no dialog
+        yield _wait_saved(path, stamp)
 
 
 # -- the whole run -------------------------------------------------------------------------------------------------
