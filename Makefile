@@ -10,8 +10,9 @@ SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 # independent clipboard client, openbox a real EWMH window manager, python3-tk the Tk canvas the
 # dot-matrix font test reads back), QEMU for the KVM probe and VMs, debootstrap and e2fsprogs for image
 # builds, headless Chromium to check the HTML report renders, openssh for remote libvirt (libvirt's ssh
-# transport; the tests run a private sshd as the far host).
-APT_PACKAGES := python3-venv python3-tk xvfb x11-utils xauth xdotool zenity xclip openbox \
+# transport; the tests run a private sshd as the far host). Icarus Verilog (6 MB): Weave-DevOps-6's model of
+# its design is checked against the real simulator.
+APT_PACKAGES := python3-venv python3-tk xvfb x11-utils xauth xdotool zenity xclip openbox iverilog \
 	qemu-system-x86 qemu-utils debootstrap e2fsprogs \
 	libvirt-daemon-system libvirt-daemon-driver-qemu libvirt-clients libvirt-dev pkg-config gcc \
 	chromium openssh-client openssh-server tini

@@ -253,7 +253,7 @@ TASK = Task(
     withheld=("cycle", "signals", "bug", "fixed_line", "hidden_tb"),
     oracle=oracle,
     profile="full",
-    apps=("gtkwave", "iverilog", "git", "python3-tk"),
+    apps=("gtkwave", "Spec sheet (python3-tk)", "iverilog", "git"),
     max_steps=400,  # the oracle's screen waits are steps too (100-240 on a loaded host)
     time_budget_s=1800.0,
 )
