@@ -48,15 +48,19 @@ def row_text(line: int, item: str, qty: int) -> str:
 
 
 def render_sheet(lines: Sequence[tuple[str, int, int]], rng: np.random.Generator) -> np.ndarray:
-    """One scanned sheet: greyscale paper with a faint scanner gradient and noise, the marks, ``(text, y, scale)``."""
+    """One scanned sheet: greyscale paper with the scanner's faint shading, the marks, ``(text, y, scale)`` lines.
+
+    No per-pixel noise: it would make each page a megabyte that Flate cannot shrink.
+    """
     width, height = PAGE_PX
-    shade = np.linspace(0, 6, width)[None, :] + np.linspace(0, 4, height)[:, None]
-    page = PAPER - shade + rng.normal(0, 1.5, (height, width))
+    tilt = rng.uniform(3, 8)
+    shade = np.linspace(0, tilt, width)[None, :] + np.linspace(0, 4, height)[:, None]
+    page = PAPER - shade
     for x, y in MARKS:
         page[y:y + MARK, x:x + MARK] = INK
     for text, y, scale in lines:
         for x0, y0, x1, y1 in pixel_font.layout_text(text, LEFT, y, scale):
-            page[y0:y1, x0:x1] = INK + rng.normal(0, 1.5, (y1 - y0, x1 - x0))
+            page[y0:y1, x0:x1] = INK
     return np.clip(np.rint(page), 0, 255).astype(np.uint8)
 
 
