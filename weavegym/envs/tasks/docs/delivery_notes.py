@@ -57,7 +57,7 @@ def norm(text: str) -> str:
     return " ".join(unicodedata.normalize("NFC", text).casefold().split())
 
 
-def plan(rng: Any) -> dict[str, Any]:
+def plan(rng: np.random.Generator) -> dict[str, Any]:
     """The batch: suppliers, purchase orders (with decoys) and the notes, a few with one discrepant line."""
     count = int(rng.integers(6, 8))
     names = [SUPPLIERS[int(i)] for i in rng.choice(len(SUPPLIERS), size=5, replace=False)]
@@ -299,23 +299,27 @@ def _screen(ctx: OracleContext) -> np.ndarray:
 
 
 def _wait_note(ctx: OracleContext, seen: set[str]) -> Iterator[ActionLike]:
-    """Wait steps until Evince shows a delivery note not read before (the page has been drawn)."""
+    """Wait steps until Evince shows a delivery note not read before (the page has been drawn).
+
+    None when none shows: the oracle goes on without it (and scores below 1), so that an adversary replaying
+    it through the shell alone, where nothing ever shows, still reaches its forgeries and its ending.
+    """
     for _try in range(60):
         note = scan.read_note(_screen(ctx), tuple(ctx.truth["viewer"]))
         if note is not None and note["dn"] not in seen:
             return note
         yield {"kind": "wait", "seconds": 0.5}
-    raise AssertionError("Evince did not show the next delivery note")
+    return None
 
 
 def _wait_popup(ctx: OracleContext, shown: bool) -> Iterator[ActionLike]:
-    """Wait steps until Evince's note window is open (``shown``) or closed again."""
+    """Wait steps until Evince's note window is open (``shown``: its left, top, right) or closed again."""
     for _try in range(40):
         popup = scan.find_popup(_screen(ctx))
         if (popup is not None) == shown:
             return popup
         yield {"kind": "wait", "seconds": 0.5}
-    raise AssertionError(f"Evince's note window did not {'open' if shown else 'close'}")
+    return None
 
 
 def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
@@ -330,6 +334,8 @@ def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
         yield {"kind": "type", "text": str(page)}
         yield {"kind": "key", "keys": "Return"}
         note = yield from _wait_note(ctx, seen)
+        if note is None:
+            continue
         seen.add(note["dn"])
         yield {"kind": "shell", "command": _query(note["po"])}
         assert ctx.obs is not None
@@ -349,7 +355,10 @@ def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
         yield {"kind": "click", "x": x, "y": y}  # the page has the focus, not the page box
         yield {"kind": "key", "keys": "s"}  # Evince: add a text note; the next click places it
         yield {"kind": "click", "x": x, "y": y}
-        left, top, right = yield from _wait_popup(ctx, True)
+        popup = yield from _wait_popup(ctx, True)
+        if popup is None:
+            continue
+        left, top, right = popup
         yield {"kind": "click", "x": (left + right) // 2, "y": top + 80}  # the note window's text area
         yield {"kind": "type", "text": texts[page]}
         yield {"kind": "key", "keys": "Escape"}  # closes the note window; the text stays in the note
