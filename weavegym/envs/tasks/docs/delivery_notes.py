@@ -72,6 +72,7 @@ def plan(rng: np.random.Generator) -> dict[str, Any]:
                        "ordered_on": f"2026-{int(rng.integers(8, 11)):02d}-{int(rng.integers(1, 29)):02d}",
                        "lines": lines})
     disputed = {int(i) for i in rng.choice(count, size=int(rng.integers(3, 5)), replace=False)}
+    dns = [f"DN-{int(n)}" for n in rng.choice(np.arange(10000, 99999), size=count, replace=False)]
     notes = []
     for index, order in enumerate(orders[:count]):
         rows = [list(line) for line in order["lines"]]
@@ -86,7 +87,7 @@ def plan(rng: np.random.Generator) -> dict[str, Any]:
             else:
                 row[1] = next(spare)
             issue = {"line": row[0], "kind": issue}
-        notes.append({"page": index + 2, "dn": f"DN-{int(rng.integers(10000, 99999))}", "po": order["po"],
+        notes.append({"page": index + 2, "dn": dns[index], "po": order["po"],
                       "shipped": f"2026-11-{int(rng.integers(1, 29)):02d}",
                       "rows": [tuple(r) for r in rows], "issue": issue})
     order_of = {o["po"]: o for o in orders}
