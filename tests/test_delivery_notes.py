@@ -209,3 +209,16 @@ def test_the_order_query_output_is_parsed_with_names_that_hold_separators_of_the
     note = {"rows": [(1, "BX-1234", 40), (2, "CR-5678", 100)]}
     assert dn.discrepancy(note, dn.parse_order(out)[1]) == (2, "short")
     assert dn.discrepancy({"rows": [(1, "BX-9999", 40)]}, dn.parse_order(out)[1]) == (1, "wrong_item")
+
+
+def test_the_marks_are_told_from_a_dark_wallpaper_and_dark_icons_around_the_viewer() -> None:
+    world = _world(0)
+    page = _pages(world)[1]
+    frame = _screen(page, 0.64, (42, 82))
+    frame[:, 860:] = (29, 39, 58)  # XFCE's dark wallpaper beside the viewer
+    frame[670:, :] = (29, 39, 58)
+    frame[675:715, 540:580] = (40, 40, 40)  # a dark dock icon, square but alone and of another size
+    frame[300:330, 870:900] = (30, 30, 30)
+    read = scan.read_note(frame, (0, 0, 900, 720))
+    assert read is not None and read["dn"] == world["notes"][0]["dn"]
+    assert abs(read["mapping"][2] - 0.64) < 0.01

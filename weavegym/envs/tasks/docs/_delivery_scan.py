@@ -117,38 +117,60 @@ def page_digest(image: np.ndarray) -> str:
 Mapping2D = tuple[float, float, float]  # page-to-screen: screen = origin + scale * page  (ox, oy, scale)
 
 
+def _squares(full: np.ndarray, k: int) -> list[tuple[float, float, int]]:
+    """Solid dark squares from the points where a ``k`` x ``k`` dark block fits: (centre x, centre y, side).
+
+    A solid square of side S leaves a solid (S - k + 1)² block of such points; anything else (a dark
+    wallpaper's blobs, an icon) leaves blocks of other shapes, which are skipped.
+    """
+    found, seen = [], np.zeros_like(full)
+    for y, x in zip(*np.nonzero(full), strict=True):
+        if seen[y, x]:
+            continue
+        stack, points = [(y, x)], []
+        seen[y, x] = True
+        while stack:
+            cy, cx = stack.pop()
+            points.append((cy, cx))
+            for ny, nx in ((cy + 1, cx), (cy - 1, cx), (cy, cx + 1), (cy, cx - 1)):
+                if 0 <= ny < full.shape[0] and 0 <= nx < full.shape[1] and full[ny, nx] and not seen[ny, nx]:
+                    seen[ny, nx] = True
+                    stack.append((ny, nx))
+            if len(points) > 40_000:  # a dark area, not a mark
+                break
+        ys, xs = np.array(points).T
+        width, height = xs.max() - xs.min() + 1, ys.max() - ys.min() + 1
+        if abs(int(width) - int(height)) <= 2 and len(points) == width * height:
+            found.append(((xs.min() + xs.max() + k) / 2, (ys.min() + ys.max() + k) / 2, int(width) + k - 1))
+    return found
+
+
 def find_page(screen: np.ndarray, box: tuple[int, int, int, int]) -> Mapping2D | None:
     """The page-to-screen mapping from the two registration marks inside ``box`` (x, y, w, h), or None.
 
-    A mark is where a ``k`` x ``k`` square of near-black pixels fits; no glyph has a solid block that large
-    (two cells at most) at any zoom Evince offers a window of this size, while a mark does down to 40 %.
+    A mark is a solid near-black grey square; no glyph has a solid block of ``k`` x ``k`` pixels (two cells
+    at most) at any zoom Evince offers a window of this size, while a mark does down to 40 %. The two marks
+    are the pair of such squares of one size, on one row, as far apart as the page puts them for that size.
     """
     x, y, w, h = box
-    region = screen[max(0, y):y + h, max(0, x):x + w]
-    dark = (region[..., :3].astype(np.int16).max(axis=2) < 90).astype(np.int32)
+    x0, y0 = max(0, x), max(0, y)
+    region = screen[y0:y + h, x0:x + w, :3].astype(np.int16)
+    dark = ((region.max(axis=2) < 90) & (region.max(axis=2) - region.min(axis=2) <= 12)).astype(np.int32)
     k = 22
     if dark.shape[0] <= k or dark.shape[1] <= k:
         return None
     table = np.pad(dark.cumsum(0).cumsum(1), ((1, 0), (1, 0)))
     full = (table[k:, k:] - table[:-k, k:] - table[k:, :-k] + table[:-k, :-k]) == k * k
-    ys, xs = np.nonzero(full)
-    if len(xs) == 0:
-        return None
-    split = (xs.min() + xs.max()) / 2
-    marks = []
-    for side in (xs <= split, xs > split):
-        if not side.any():
-            return None
-        mx, my = xs[side], ys[side]
-        # Centre of the mark: the fitting squares' top-left corners span the mark less k.
-        marks.append(((mx.min() + mx.max() + k) / 2 + max(0, x), (my.min() + my.max() + k) / 2 + max(0, y),
-                      mx.max() - mx.min() + k))
-    (lx, ly, lsize), (rx, ry, rsize) = marks
-    scale = (rx - lx) / (MARKS[1][0] - MARKS[0][0])
-    if scale <= 0 or abs(ly - ry) > 3 or abs(lsize - rsize) > 3 or abs(lsize - MARK * scale) > 3:
-        return None
-    centre = MARKS[0][0] + MARK / 2, MARKS[0][1] + MARK / 2
-    return lx - scale * centre[0], ly - scale * centre[1], scale
+    squares = _squares(full, k)
+    span = (MARKS[1][0] - MARKS[0][0]) / MARK  # the marks' distance in mark sides
+    for lx, ly, lsize in squares:
+        for rx, ry, rsize in squares:
+            scale = (rx - lx) / (MARKS[1][0] - MARKS[0][0])
+            if (rx > lx and abs(ly - ry) <= 3 and abs(lsize - rsize) <= 3
+                    and abs((rx - lx) - span * lsize) <= 0.04 * (rx - lx) and abs(lsize - MARK * scale) <= 3):
+                centre = MARKS[0][0] + MARK / 2, MARKS[0][1] + MARK / 2
+                return lx + x0 - scale * centre[0], ly + y0 - scale * centre[1], scale
+    return None
 
 
 def page_view(screen: np.ndarray, mapping: Mapping2D, rows: int = 700) -> np.ndarray:

@@ -327,7 +327,9 @@ def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
     batch, count = ctx.params["batch"], ctx.params["notes"]
     vx, vy, vw, vh = ctx.truth["viewer"]
     yield {"kind": "shell", "command": "sqlite3 ~/purchasing/orders.db .schema"}
-    yield {"kind": "click", "x": vx + vw // 2, "y": vy + vh - 40}  # focus Evince (no tool: a click does nothing)
+    cover = scan.find_page(_screen(ctx), (vx, vy, vw, vh))
+    ox, oy, scale = cover if cover is not None else (vx, vy, 0.5)
+    yield {"kind": "click", "x": round(ox + scale * 600), "y": round(oy + scale * 600)}  # focus Evince: blank paper
     seen: set[str] = set()
     texts, claims, accepted, disputed = {}, [], [], []
     for page in range(2, count + 2):
