@@ -182,6 +182,7 @@ def test_validate_cli_runs_the_adversaries_on_two_base_tasks(tmp_path) -> None:
         scores = {run: res["score"] for run, res in runs.items()}
         assert scores["oracle"] == 1.0 and scores["noop"] == 0.0
         assert all(scores[a] < 1.0 for a in ("cli-only", "gui-only", "forger")), scores
+        assert runs["oracle"]["switches"] >= 1  # a hybrid oracle changes channel at least once (TASKS.md counts)
         # gui-only typed the oracle's CLI steps into a desktop terminal, and that is what zeroed it.
         assert runs["gui-only"]["terminal_commands"] > 0
         assert "NoDesktopTerminalWork" in runs["gui-only"]["evaluation"]["zeroed_by"]

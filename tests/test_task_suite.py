@@ -11,6 +11,7 @@ import pytest
 
 from weavegym.envs.tasks import DOMAINS, all_tasks, match_tasks
 from weavegym.ops.suite_report import adversary_rows, flake_rate, stats_from_markdown, task_stats, tasks_markdown
+from weavegym.ops.validation import channel_switches
 from weavegym.vm_images.recipe import PROFILES
 
 REPO = Path(__file__).resolve().parents[1]
@@ -68,7 +69,8 @@ def test_tasks_md_lists_every_registered_task() -> None:
 def _report(task_id: str, repeat: int, *, oracle_s: float, reset_s: float, cached: float,
             violations: list[str] | None = None) -> dict:
     def run(seconds: float, reset: float, steps: int, score: float = 1.0, evaluation: dict | None = None) -> dict:
-        return {"score": score, "steps": steps, "seconds": seconds, "reset_s": reset, "evaluation": evaluation or {}}
+        return {"score": score, "steps": steps, "seconds": seconds, "reset_s": reset, "evaluation": evaluation or {},
+                "switches": steps // 2}
 
     zeroed = {"zeroed_by": ["NoDesktopTerminalWork"], "clauses": []}
     capped = {"zeroed_by": [], "clauses": [{"name": "provenance_gui_1", "critical": True, "outcome": "failed"},
@@ -101,8 +103,8 @@ def test_tasks_markdown_has_one_row_per_task_with_measurements() -> None:
     main, _, adversaries = text.partition("## Adversaries")
     rows = [line for line in main.splitlines() if line.startswith("| Weave-")]
     assert [row.split(" | ")[0][2:] for row in rows] == [t.id for t in tasks]
-    assert "| 9 | 10.0 | 40.0 | 1.0 | 1/1 |" in rows[0]
-    assert rows[1].count("| – ") == 5  # not measured: dashes, not zeros
+    assert "| 9 | 4 | 10.0 | 40.0 | 1.0 | 1/1 |" in rows[0]
+    assert rows[1].count("| – ") == 6  # not measured: dashes, not zeros
     assert "0 of 1 task runs" in text
     adversary_rows = [line for line in adversaries.splitlines() if line.startswith("| Weave-")]
     assert len(adversary_rows) == 3 * len(tasks)
@@ -124,7 +126,22 @@ def test_tasks_md_reads_back_into_the_figures_it_was_written_from() -> None:
     assert tasks_markdown(tasks, [], command="x", kept=kept) == first
     # New reports win over the kept figures of the same task.
     newer = tasks_markdown(tasks, [_report(tasks[1].id, 0, oracle_s=3, reset_s=5, cached=1)], command="x", kept=kept)
-    assert "| 9 | 3.0 | 5.0 | 1.0 | 1/1 |" in newer and "0 of 1 task runs" in newer
+    assert "| 9 | 4 | 3.0 | 5.0 | 1.0 | 1/1 |" in newer and "0 of 1 task runs" in newer
+
+
+def test_reports_saved_before_the_switch_count_show_it_unknown() -> None:
+    report = _report(TASKS[0].id, 0, oracle_s=10, reset_s=40, cached=1.0)
+    del report["results"]["oracle"]["switches"]
+    assert task_stats([report])[TASKS[0].id].oracle_switches is None
+    row = next(ln for ln in tasks_markdown(TASKS[:1], [report], command="x").splitlines() if ln.startswith("| Weave-"))
+    assert "| 9 | – | 10.0 |" in row
+
+
+def test_switches_count_changes_between_gui_and_cli_only() -> None:
+    assert channel_switches([]) == 0
+    assert channel_switches(["cli", "cli", "gui", "gui", "cli"]) == 2
+    # wait/done (control) and malformed steps ("") sit between two GUI actions without making a switch.
+    assert channel_switches(["gui", "control", "", "gui", "cli", "control", "gui", "control"]) == 2
 
 
 def test_committed_tasks_md_reads_back_unchanged() -> None:

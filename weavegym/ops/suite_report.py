@@ -30,6 +30,7 @@ class TaskStats:
     runs: int
     clean: int  # repeats without a single violation
     oracle_steps: int | None
+    oracle_switches: int | None  # GUI<->CLI changes of channel in the oracle's longest run
     oracle_s: float | None  # median oracle wall time, reset excluded
     first_reset_s: float | None  # median first reset of a fresh env: boot, setup, task snapshot
     cached_reset_s: float | None  # median reset that loads the cached task snapshot
@@ -60,6 +61,8 @@ def task_stats(reports: Sequence[Report]) -> dict[str, TaskStats]:
         stats[task_id] = TaskStats(
             task_id=task_id, runs=len(group), clean=sum(1 for r in group if not r.get("violations")),
             oracle_steps=max((o["steps"] for o in oracle), default=None),
+            # Runs saved before the count existed have no "switches": unknown, not zero.
+            oracle_switches=max((o["switches"] for o in oracle if "switches" in o), default=None),
             oracle_s=_median(o["seconds"] - o["reset_s"] for o in oracle),
             first_reset_s=_median(o["reset_s"] for o in oracle),
             cached_reset_s=_median(cached),
@@ -126,6 +129,8 @@ def tasks_markdown(tasks: Sequence[Task], reports: Sequence[Report], *, command:
         f"over the validation repeats, measured under TCG on a 2-core host: {command}.",
         "",
         "- **oracle steps / oracle s**: the reference solution's actions and wall time, reset excluded.",
+        "- **switches**: how often the reference solution changes channel between consecutive GUI and CLI "
+        "actions (the most over its runs; '–': measured before the count existed).",
         "- **first reset**: a fresh env's first reset with this seed: VM boot, task setup, task snapshot.",
         "- **reset**: later resets, which load the cached task snapshot.",
         f"- **clean runs**: repeats with no violation (oracle 1.0, noop 0, each adversary below the "
@@ -133,14 +138,15 @@ def tasks_markdown(tasks: Sequence[Task], reports: Sequence[Report], *, command:
         "- **two accounts**: the task declares which files each channel must write (provenance clauses); "
         "'not yet' marks a task still to be ported to the two-account guest, which has no current figures.",
         "",
-        "| id | title | profile | apps | clauses | two accounts | oracle steps | oracle s | first reset s | reset s "
-        "| clean runs | why both channels |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| id | title | profile | apps | clauses | two accounts | oracle steps | switches | oracle s | first reset s "
+        "| reset s | clean runs | why both channels |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for task in tasks:
         s = stats.get(task.id)
-        measured = (["–"] * 5 if s is None else
-                    [str(s.oracle_steps or "–"), _seconds(s.oracle_s), _seconds(s.first_reset_s),
+        measured = (["–"] * 6 if s is None else
+                    [str(s.oracle_steps or "–"), _count(s.oracle_switches), _seconds(s.oracle_s),
+                     _seconds(s.first_reset_s),
                      _seconds(s.cached_reset_s), f"{s.clean}/{s.runs}"])
         ported = "yes" if task.deliverables else "not yet"
         cells = [task.id, task.title, task.profile, ", ".join(task.apps), str(len(task.clauses)), ported, *measured,
@@ -171,6 +177,10 @@ def tasks_markdown(tasks: Sequence[Task], reports: Sequence[Report], *, command:
             runs, worst, reasons = s.adversaries[run]
             lines.append(_row([task.id, run, str(runs), f"{worst:.2f}", f"{task.pass_threshold:g}", reasons]))
     return "\n".join(lines) + "\n"
+
+
+def _count(value: int | None) -> str:
+    return "–" if value is None else str(value)
 
 
 def _row(cells: Sequence[str]) -> str:
@@ -204,12 +214,15 @@ def stats_from_markdown(text: str) -> dict[str, TaskStats]:
         if not line.startswith("| Weave-"):
             continue
         cells = _cells(line)
-        task_id, (steps, oracle_s, first_reset_s, cached_reset_s, clean_runs) = cells[0], cells[6:11]
+        if len(cells) == 12:  # written before the switches column
+            cells.insert(7, "–")
+        task_id, (steps, switches, oracle_s, first_reset_s, cached_reset_s, clean_runs) = cells[0], cells[6:12]
         if clean_runs == "–":
             continue
         clean, runs = (int(n) for n in clean_runs.split("/"))
         stats[task_id] = TaskStats(
             task_id=task_id, runs=runs, clean=clean, oracle_steps=None if steps == "–" else int(steps),
+            oracle_switches=None if switches == "–" else int(switches),
             oracle_s=_number(oracle_s), first_reset_s=_number(first_reset_s),
             cached_reset_s=_number(cached_reset_s), adversaries=adversaries.get(task_id, {}))
     return stats

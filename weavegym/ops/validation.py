@@ -22,8 +22,9 @@ proves nothing.
 
 from __future__ import annotations
 
+import itertools
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,7 +38,7 @@ from weavegym.baselines.adversaries import (
     TerminalCommand,
 )
 from weavegym.core.errors import WeaveGymError
-from weavegym.envs.actions import ENDING_KINDS, parse_action
+from weavegym.envs.actions import ENDING_KINDS, Action, parse_action
 from weavegym.envs.task import CANDIDATES, OracleContext, Task
 from weavegym.envs.tasks import get_task
 from weavegym.envs.weave_env import WeaveEnv
@@ -63,6 +64,7 @@ class EpisodeResult:
     terminal_commands: int = 0  # commands typed into a desktop terminal (gui-only, forger)
     plan_error: str = ""  # the plan stopped early (e.g. an oracle step needed output it never got)
     ending: dict[str, Any] | None = None  # the done/fail the plan sent (with its answer or reason), if any
+    switches: int = 0  # changes of channel between consecutive GUI and CLI actions (control actions aside)
 
 
 @dataclass
@@ -100,6 +102,7 @@ def run_policy(env: WeaveEnv, run: str, plan: Plan, seed: int) -> EpisodeResult:
     errors: list[str] = []
     steps, typed, reward, ended, info_end, plan_error = 0, 0, 0.0, False, info, ""
     ending: dict[str, Any] | None = None
+    channels: list[str] = []
     try:
         for step in plan(ctx):
             if isinstance(step, TerminalCommand):
@@ -108,6 +111,8 @@ def run_policy(env: WeaveEnv, run: str, plan: Plan, seed: int) -> EpisodeResult:
                 # What the terminal window shows: the agent would read it off the screen.
                 ctx.obs = {**(ctx.obs or {}), "terminal": done.stdout, "exit_code": done.exit_code}
                 continue
+            action = _parsed(step, env)
+            channels.append(action.channel if action is not None else "")
             obs, reward_, terminated, truncated, info_end = env.step(step)
             steps += 1
             ending = _ending(step, env) or ending
@@ -128,16 +133,29 @@ def run_policy(env: WeaveEnv, run: str, plan: Plan, seed: int) -> EpisodeResult:
         steps += 1
         reward = float(reward_)
     return EpisodeResult(run, reward, steps, time.monotonic() - start, str(info_end.get("end_reason", "")),
-                         errors, info_end.get("evaluation", {}), seed, reset_s, typed, plan_error, ending)
+                         errors, info_end.get("evaluation", {}), seed, reset_s, typed, plan_error, ending,
+                         channel_switches(channels))
+
+
+def channel_switches(channels: Sequence[str]) -> int:
+    """How often a run changes channel between consecutive GUI and CLI actions; control actions (wait, done,
+    fail) and malformed ones do not break a run of one channel. TASKS.md's measure of interleaving."""
+    worked = [c for c in channels if c in ("gui", "cli")]
+    return sum(1 for before, after in itertools.pairwise(worked) if before != after)
 
 
 def _ending(step: Step, env: WeaveEnv) -> dict[str, Any] | None:
     """The step as an action dict when it ends the episode (done with its answer, fail with its reason)."""
+    action = _parsed(step, env)
+    return action.to_dict() if action is not None and action.kind in ENDING_KINDS else None
+
+
+def _parsed(step: Step, env: WeaveEnv) -> Action | None:
+    """The step as the env will read it (None when malformed: the env reports that as an action error)."""
     try:
-        action = parse_action(step, env.config.screen_size, env.limits)  # type: ignore[arg-type]
+        return parse_action(step, env.config.screen_size, env.limits)  # type: ignore[arg-type]
     except ValueError:
         return None
-    return action.to_dict() if action.kind in ENDING_KINDS else None
 
 
 def _noop(_ctx: OracleContext) -> Iterator[Step]:
