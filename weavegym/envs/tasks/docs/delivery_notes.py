@@ -329,7 +329,9 @@ def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
     yield {"kind": "shell", "command": "sqlite3 ~/purchasing/orders.db .schema"}
     cover = scan.find_page(_screen(ctx), (vx, vy, vw, vh))
     ox, oy, scale = cover if cover is not None else (vx, vy, 0.5)
-    yield {"kind": "click", "x": round(ox + scale * 600), "y": round(oy + scale * 600)}  # focus Evince: blank paper
+    # Focus Evince with a click on blank paper right of and below the rows, where the pointer then rests:
+    # over a row it would hide cells of the next note.
+    yield {"kind": "click", "x": round(ox + scale * scan.NOTE_AT[0]), "y": round(oy + scale * scan.NOTE_AT[1])}
     seen: set[str] = set()
     texts, claims, accepted, disputed = {}, [], [], []
     for page in range(2, count + 2):
@@ -343,6 +345,8 @@ def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
         yield {"kind": "shell", "command": _query(note["po"])}
         assert ctx.obs is not None
         supplier, lines = parse_order(ctx.obs["terminal"])
+        if not lines:  # the order could not be read (no shell to ask): nothing to judge the note by
+            continue
         found = discrepancy(note, lines)
         if found is None:
             accepted.append(note["dn"])
