@@ -448,7 +448,7 @@ TASK = Task(
     ),
     oracle=oracle,
     profile="full",
-    apps=("evince", "sqlite3", "sha256sum", "zenity"),
+    apps=("evince", "zenity", "sqlite3", "sha256sum"),
     withheld=("texts", "claims", "accepted", "disputed", "digests"),
     max_steps=400,  # the oracle's screen waits are steps too
     time_budget_s=2400.0,
