@@ -95,7 +95,7 @@ def setup(ctx: SetupContext) -> Prepared:
     ctx.write_file(f"{APP_DIR}/pixel_font.py", ctx.fixture("weavegym.envs.tasks", "pixel_font.py"), owner="root")
     ctx.make_private_dir()
     conf = {"rounds": [{"game": "Pegs", "params": f"{SIZE}x{SIZE}random", "desc": d} for d in descs], "pegs": PEGS,
-            "saves": SAVES, "pegs_at": list(PEGS_AT), "layout": layout()}
+            "window": "^Pegs$", "saves": SAVES, "pegs_at": list(PEGS_AT), "layout": layout()}
     ctx.write_file(CONF, json.dumps(conf), owner="root", mode=0o600)
     ctx.launch_gui(f"{{as_user}} python3 {APP} < {CONF} > {RECORD}", name="league")
     window = ctx.wait_window(f"^{TITLE}$")
@@ -336,9 +336,14 @@ def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
         yield from save_via_dialog(ctx, save_path(number), ups=5)  # Game > Save... is the fifth from the bottom
         code = yield from _record_round(ctx, number)
         table.append(f"{number} | {len(plan)} | {code}")
-    lines = "".join(line + "\n" for line in table)
-    yield {"kind": "shell", "command": f"printf %s '{lines}' > {TABLE} && cat {TABLE}"}
+    yield {"kind": "shell", "command": table_command(table)}
     yield {"kind": "done"}
+
+
+def table_command(lines: list[str]) -> str:
+    """The shell line that writes the league table (the lines hold digits, '|', spaces and codes only)."""
+    text = "".join(line + "\n" for line in lines)
+    return f"printf %s '{text}' > {TABLE.replace(HOME, '~')} && cat {TABLE.replace(HOME, '~')}"
 
 
 TASK = Task(
