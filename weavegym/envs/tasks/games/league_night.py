@@ -97,7 +97,8 @@ def setup(ctx: SetupContext) -> Prepared:
     conf = {"rounds": [{"game": "Pegs", "params": f"{SIZE}x{SIZE}random", "desc": d} for d in descs], "pegs": PEGS,
             "window": "^Pegs$", "saves": SAVES, "pegs_at": list(PEGS_AT), "layout": layout()}
     ctx.write_file(CONF, json.dumps(conf), owner="root", mode=0o600)
-    ctx.launch_gui(f"{{as_user}} python3 {APP} < {CONF} > {RECORD}", name="league")
+    # From the home: the puzzle's Save dialog opens in its working folder (root's own is unreadable: an error box).
+    ctx.launch_gui(f"cd {HOME} && {{as_user}} python3 {APP} < {CONF} > {RECORD}", name="league")
     window = ctx.wait_window(f"^{TITLE}$")
     if abs(window.x - BOARD_AT[0]) > 16 or abs(window.y - BOARD_AT[1]) > 40:
         ctx.run(["env", "DISPLAY=:0", "xdotool", "windowmove", str(window.id), *map(str, BOARD_AT)], user=ctx.user)
@@ -306,7 +307,7 @@ def placed(grid: tuple[list[float], list[float]]) -> bool:
 
 
 def _record_round(ctx: OracleContext, number: int) -> Generator[ActionLike, Any, str]:
-    """Press Record until the round's code shows on the scoreboard; the code."""
+    """Press Record until the round's code shows on the scoreboard; the code ("" when it never showed)."""
     for _try in range(TRIES):
         yield _button(ctx.truth["at"], RECORD_BOX)
         for _ in range(WAITS):
@@ -315,7 +316,7 @@ def _record_round(ctx: OracleContext, number: int) -> Generator[ActionLike, Any,
             if found:
                 return found.group(1)
             yield {"kind": "wait", "seconds": 2}
-    raise TaskError(f"round {number}'s code never showed")
+    return ""
 
 
 def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
