@@ -30,7 +30,7 @@ class TaskStats:
     runs: int
     clean: int  # repeats without a single violation
     oracle_steps: int | None
-    oracle_switches: int | None  # GUI<->CLI changes of channel in the oracle's longest run
+    oracle_switches: int | None  # GUI<->CLI changes of channel: the most in any oracle run (None: not counted)
     oracle_s: float | None  # median oracle wall time, reset excluded
     first_reset_s: float | None  # median first reset of a fresh env: boot, setup, task snapshot
     cached_reset_s: float | None  # median reset that loads the cached task snapshot
