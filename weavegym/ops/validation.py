@@ -115,7 +115,8 @@ def run_policy(env: WeaveEnv, run: str, plan: Plan, seed: int) -> EpisodeResult:
             channels.append(action.channel if action is not None else "")
             obs, reward_, terminated, truncated, info_end = env.step(step)
             steps += 1
-            ending = _ending(step, env) or ending
+            if action is not None and action.kind in ENDING_KINDS:
+                ending = action.to_dict()
             ctx.obs, ctx.info = obs, info_end
             if info_end.get("action_error"):
                 errors.append(f"step {steps}: {info_end['action_error']}")
