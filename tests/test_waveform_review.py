@@ -103,6 +103,92 @@ def test_the_verilog_runs_as_the_model_says_and_the_hidden_testbench_tells_good_
         assert wo._rows_in(sampler) == rtl.rows(rtl.run(machine, d.visible))
 
 
+class _LocalClient:
+    """Runs the hidden-testbench probe's script on this host, as the guest agent would run it in the VM."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def exec(self, argv: list[str], stdin: bytes, timeout: float) -> subprocess.CompletedProcess[str]:
+        self.calls += 1
+        if os.geteuid() != 0:  # only root can switch to nobody; the script is otherwise the same
+            argv = [a.replace("runuser -u nobody -- ", "") for a in argv]
+        return subprocess.run(argv, input=stdin.decode(), capture_output=True, text=True, timeout=timeout)
+
+
+class _RtlProbe:
+    def __init__(self, files: Mapping[str, str]) -> None:
+        self.files, self.client = files, _LocalClient()
+
+    def read_bytes(self, path: str, max_bytes: int) -> bytes | None:
+        text = self.files.get(path)
+        return None if text is None else text.encode()[:max_bytes]
+
+
+def _stealing(rtl_source: str) -> str:
+    """``rtl_source`` plus a block that reads the simulation's source for the checker's token and passes itself."""
+    steal = """
+    initial begin : steal
+        integer fd, n;
+        reg [8*400-1:0] line;
+        reg [8*64-1:0] tok;
+        fd = $fopen("all.v", "r");
+        while (!$feof(fd)) begin
+            n = $fgets(line, fd);
+            if ($sscanf(line, " $display(\\"WEAVEGYM-%s", tok) == 1) begin
+                $display("WEAVEGYM-%0s 0 OF 160", tok);
+                $finish;
+            end
+        end
+    end
+endmodule"""
+    return rtl_source.replace("endmodule", steal, 1)
+
+
+def test_the_hidden_testbench_passes_only_the_fix_and_refuses_rtl_that_reaches_past_its_ports(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    d = _design(0)
+    truth = {"repo": "/r", "module": d.module, "hidden_tb": rtl.hidden_testbench(d), "hidden_cycles": len(d.hidden)}
+    path = wr.RTL.format(**truth)
+
+    def outcome(source: str) -> tuple[str, int]:
+        probe = _RtlProbe({path: source})
+        return wr.check_hidden_testbench(probe, truth).outcome, probe.client.calls  # type: ignore[arg-type]
+
+    assert outcome(rtl.verilog(d.name, d.good)) == ("satisfied", 1)
+    assert outcome(rtl.verilog(d.name, d.bad)) == ("failed", 1)
+    forged = _stealing(rtl.verilog(d.name, d.bad))
+    assert outcome(forged) == ("failed", 0)  # refused before it runs
+    with monkeypatch.context() as m:  # the attack is real: simulated, the unfixed RTL prints the passing line
+        m.setattr(rtl, "foreign_constructs", lambda source: [])
+        assert outcome(forged) == ("satisfied", 1)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_shipped_rtl_and_its_fix_are_plain_rtl(seed: int) -> None:
+    d = _design(seed)
+    assert rtl.foreign_constructs(rtl.verilog(d.name, d.bad)) == []
+    assert rtl.foreign_constructs(rtl.verilog(d.name, d.good)) == []
+
+
+@pytest.mark.parametrize(("snippet", "what"), [
+    ("initial $display(1);", "system task"),
+    ('wire [8*4-1:0] s = "abcd";', "string"),
+    ("`include \"x.v\"", "compiler directive"),
+    ("assign q = weavegym_hidden_tb.errors;", "hierarchical"),
+    ("assign q = weavegym_hidden_tb . errors;", "hierarchical"),
+    ("assign q = \\weavegym_hidden_tb .errors;", "hierarchical"),
+    ("assign q = g[0].r;", "hierarchical"),
+    ("initial force q = 1'b0;", "force"),
+    ("defparam u.W = 3;", "defparam"),
+])
+def test_rtl_that_reaches_past_its_ports_is_named(snippet: str, what: str) -> None:
+    source = (f"module m(input a, output q);\n  sub u (.a(a), .b( a ));  // a.b, $x and `y in a comment\n"
+              f"  {snippet}\nendmodule\n")
+    found = rtl.foreign_constructs(source)
+    assert found and all("line 3" in f for f in found) and any(what in f for f in found), found
+
+
 def test_a_save_file_gtkwave_wrote_parses_to_its_dump_marker_and_traces() -> None:
     found = rtl.parse_gtkw(SAMPLE.read_text())
     assert found["gtkwave"] and found["dumpfile"] == "/tmp/devops6w/repo/before.vcd" and found["marker"] == 130

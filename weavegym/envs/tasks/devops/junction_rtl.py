@@ -289,6 +289,40 @@ endmodule
 """
 
 
+# -- what the checker lets near its testbench ----------------------------------------------------------------
+
+# Constructs a controller's RTL never needs, each of which lets a design reach past its ports into whatever it is
+# simulated with: system tasks and functions ($fopen reads the source holding the checker's token, $display
+# prints a verdict line, $finish ends the run before the checker's own line), strings (file names), compiler
+# directives (`include pulls in files), hierarchical names (weavegym_hidden_tb.errors; a.b, a[0].b, escaped
+# \a .b) and the statements that write through them (force, release, defparam).
+_FOREIGN = (
+    (re.compile(r"\$"), "a system task or function ($...)"),
+    (re.compile(r'"'), "a string"),
+    (re.compile(r"`"), "a compiler directive (`...)"),
+    (re.compile(r"[\w\]]\s*\.\s*[A-Za-z_\\]"), "a hierarchical name (a.b)"),
+    (re.compile(r"\b(force|release|defparam|bind)\b"), "force, release, defparam or bind"),
+)
+_COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+
+
+def foreign_constructs(source: str) -> list[str]:
+    """What in ``source`` (a controller's RTL) is not plain synthesizable Verilog of its own ports, comments aside.
+
+    The checker refuses such RTL before simulating it against its hidden testbench: an RTL file that opens the
+    simulation's source can read the per-check token and print a passing verdict itself (shown by a unit test with
+    iverilog), and no honest fix of one line needs any of these.
+    """
+    code = _COMMENTS.sub(" ", source)
+    found = []
+    for pattern, what in _FOREIGN:
+        hit = pattern.search(code)
+        if hit:
+            line = code.count("\n", 0, hit.start()) + 1
+            found.append(f"{what} on line {line}")
+    return found
+
+
 # -- what the episode leaves ----------------------------------------------------------------------------------
 
 def vcd_values(text: str, names: Sequence[str] = OUTPUTS, scope: str = "tb") -> dict[str, list[tuple[int, int]]]:

@@ -146,6 +146,9 @@ def check_hidden_testbench(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
     source = probe.read_bytes(path, max_bytes=200_000)
     if source is None:
         return Verdict.failed(f"{path} does not exist")
+    foreign = rtl.foreign_constructs(source.decode("utf-8", "replace"))
+    if foreign:
+        return Verdict.failed(f"{path} is not plain RTL, so it is not simulated: " + "; ".join(foreign))
     nonce = secrets.token_hex(8)  # the RTL cannot print the verdict line itself: it does not know this
     bench = truth["hidden_tb"].replace("WEAVEGYM-ERRORS", f"WEAVEGYM-{nonce}")
     script = ('d=$(mktemp -d) && cat > "$d/all.v" && chown -R nobody "$d" && cd "$d" && '
@@ -221,8 +224,10 @@ TASK = Task(
         "{module}.v (leave the testbench alone), write {repo}/REVIEW.txt with the two lines `cycle: N` and "
         "`signal: NAME` (that first failing cycle and an output that differs in it), commit both on main, then "
         "simulate again with +vcd=after.vcd: it must now match the spec in every cycle (the design will also be "
-        "run against a longer testbench of the checker's own). (4) In GTKWave open {repo}/after.vcd the same way, "
-        "add the same signals, put the primary marker in the same cycle and write ~/waves/after.gtkw. (5) In the "
+        "run against a longer testbench of the checker's own, and only if it stays plain RTL: no system tasks "
+        "($...), strings, compiler directives (`...) or hierarchical names (a.b)). (4) In GTKWave open "
+        "{repo}/after.vcd the same way, add the same signals, put the primary marker in the same cycle and write "
+        "~/waves/after.gtkw. (5) In the "
         "Spec sheet's Sign-off tab, enter the fix commit's hash and the first failing cycle, press Record, then "
         "finish."),
     channels=Channels(
