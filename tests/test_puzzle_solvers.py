@@ -143,3 +143,39 @@ def test_solve_in_shell_plays_what_the_shell_printed_or_the_hosts_answer_without
     _, answer = _drive(ctx, solve_in_shell(ctx, cube.shortest_route, board, answer_file="cube_route.txt",
                                            label="ROUTE", helpers=(cube.roll,)), "")
     assert answer == [best]
+
+
+def _drive_save(screens: list[str], path: str = "/home/user/saves/g.sav") -> list[dict]:
+    """Run save_via_dialog against a screen that shows the Save dialog from the poll named in ``screens``.
+
+    ``screens[i]`` is what the i-th observation shows: "board" (no dialog) or "dialog"; the last one repeats.
+    """
+    import numpy as np
+
+    from weavegym.envs.tasks.games.sgt_common import save_via_dialog
+
+    board = np.zeros((600, 800, 3), np.uint8)
+    dialog = board.copy()
+    dialog[100:400, 100:600] = 200
+    ctx = OracleContext(params={}, truth={}, screen=(800, 600), obs={"screen": board, "terminal": ""})
+    actions: list[dict] = []
+    steps = save_via_dialog(ctx, path, ups=5, refocus=(300, 20), attempts=3, tries=4)
+    for polls, action in enumerate(steps):
+        assert isinstance(action, dict)
+        actions.append(action)
+        shown = screens[min(polls, len(screens) - 1)]
+        typed = any(a.get("kind") == "type" for a in actions)  # the game saves once the path is in the dialog
+        ctx.obs = {"screen": dialog if shown == "dialog" else board, "terminal": "SAVED" if typed else ""}
+    return actions
+
+
+def test_the_save_path_is_typed_only_into_a_dialog_and_a_missing_one_is_retried_then_given_up() -> None:
+    never = _drive_save(["board"])
+    assert not [a for a in never if a.get("kind") == "type"]  # typed into the board, it would be game keys
+    assert [a for a in never if a.get("kind") == "click"] == [{"kind": "click", "x": 300, "y": 20}] * 2
+    assert sum(a.get("keys") == "F10" for a in never) == 3
+    late = _drive_save(["board"] * 20 + ["dialog"])  # the dialog shows only after the second F10
+    typed = [a for a in late if a.get("kind") == "type"]
+    assert typed == [{"kind": "type", "text": "/home/user/saves/g.sav"}]
+    assert sum(a.get("keys") == "F10" for a in late) == 2
+    assert late.index(typed[0]) > late.index({"kind": "key", "keys": "Escape"})

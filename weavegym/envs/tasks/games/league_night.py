@@ -31,7 +31,7 @@ from weavegym.envs.setup_context import DESKTOP_USER, HOME, PRIVATE_DIR, SHARED_
 from weavegym.envs.task import ActionLike, Channels, OracleContext, Prepared, Task
 from weavegym.envs.tasks import pixel_font
 from weavegym.envs.tasks.games.peg_solitaire import PEGS, SIZE, board_text, plan_jumps, replay
-from weavegym.envs.tasks.games.sgt_common import dialog_shown, saved_game, solver_command, wait_file_action
+from weavegym.envs.tasks.games.sgt_common import save_via_dialog, saved_game, solver_command
 from weavegym.evaluators import Clause, GuiArtifactViaCli, Probe, Verdict
 from weavegym.evaluators.provenance import Deliverable
 
@@ -310,36 +310,6 @@ def placed(grid: tuple[list[float], list[float]]) -> bool:
     return grid[0][0] > PEGS_AT[0] + 16 and grid[1][0] > PEGS_AT[1] + 32
 
 
-def _save(ctx: OracleContext, path: str, xs: list[float], ys: list[float]) -> Iterator[ActionLike]:
-    """Game > Save... (F10, then five times Up: the fifth item from the bottom), typed only once the dialog shows,
-    until the save exists. Under load the menu or the dialog can come too late: then Escape closes whatever is
-    open, a click on the Pegs window's title bar gives it the focus back, and it starts again (typing the path
-    into the board itself would be read as the game's keys: u undoes, n starts a new game)."""
-    for attempt in range(SAVE_TRIES):
-        if attempt:
-            for keys in ("Escape", "Escape"):
-                yield {"kind": "key", "keys": keys}
-            yield {"kind": "click", "x": round(xs[2]), "y": round(ys[0]) - TITLE_ABOVE}
-        assert ctx.obs is not None
-        before, previous = ctx.obs["screen"].copy(), None
-        for keys in ("F10", *["Up"] * 5, "Return"):
-            yield {"kind": "key", "keys": keys}
-        for _try in range(DIALOG_WAITS):
-            frame = (ctx.obs or {})["screen"]
-            if dialog_shown(frame, before, previous):
-                break
-            previous = frame
-            yield {"kind": "wait", "seconds": 1}
-        else:
-            continue
-        yield {"kind": "type", "text": path}
-        for _return in range(3):  # the file chooser may swallow the first Return to finish its completion
-            yield {"kind": "key", "keys": "Return"}
-            yield wait_file_action(path, seconds=15)
-            if "SAVED" in (ctx.obs or {}).get("terminal", ""):
-                return
-
-
 def _record_round(ctx: OracleContext, number: int) -> Generator[ActionLike, Any, str]:
     """Press Record until the round's code shows on the scoreboard; the code ("" when it never showed)."""
     for _try in range(TRIES):
@@ -371,7 +341,9 @@ def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
             x1, y1, x2, y2 = map(int, MOVE.match(move).groups())  # type: ignore[union-attr]
             yield {"kind": "drag", "x": round(xs[x1]), "y": round(ys[y1]), "to_x": round(xs[x2]),
                    "to_y": round(ys[y2])}
-        yield from _save(ctx, save_path(number), xs, ys)
+        title_bar = (round(xs[2]), round(ys[0]) - TITLE_ABOVE)  # where a click gives the Pegs window the focus back
+        yield from save_via_dialog(ctx, save_path(number), ups=5,  # Game > Save... is the fifth item from the bottom
+                                   refocus=title_bar, attempts=SAVE_TRIES, tries=DIALOG_WAITS, seconds=1)
         code = yield from _record_round(ctx, number)
         table.append(f"{number} | {len(plan)} | {code}")
     yield {"kind": "shell", "command": table_command(table)}

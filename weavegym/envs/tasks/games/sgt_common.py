@@ -177,8 +177,10 @@ def dialog_shown(frame: np.ndarray, before: np.ndarray, previous: np.ndarray | N
             and int(_changed(frame, previous).sum()) <= SETTLED_PIXELS)
 
 
-def wait_dialog(ctx: OracleContext, before: np.ndarray, *, tries: int = 40) -> Iterator[ActionLike]:
-    """Wait steps (at most ``tries``) until the screen shows a new dialog, compared with ``before``.
+def wait_dialog(ctx: OracleContext, before: np.ndarray, *, tries: int = 40,
+                seconds: float = 0.5) -> Generator[ActionLike, Any, bool]:
+    """Wait steps (at most ``tries`` of ``seconds``) until the screen shows a new dialog, compared with ``before``;
+    whether it did.
 
     The oracle looks at its observations as an agent does; no shell can see the desktop's windows.
     """
@@ -187,28 +189,40 @@ def wait_dialog(ctx: OracleContext, before: np.ndarray, *, tries: int = 40) -> I
         assert ctx.obs is not None
         frame = ctx.obs["screen"]
         if dialog_shown(frame, before, previous):
-            return
+            return True
         previous = frame
-        yield {"kind": "wait", "seconds": 0.5}
+        yield {"kind": "wait", "seconds": seconds}
+    return False
 
 
-def save_via_dialog(ctx: OracleContext, path: str, ups: int) -> Iterator[ActionLike]:
+def save_via_dialog(ctx: OracleContext, path: str, ups: int, *, refocus: tuple[int, int] | None = None,
+                    attempts: int = 3, tries: int = 40, seconds: float = 0.5) -> Iterator[ActionLike]:
     """Game > Save... by keyboard (F10, then ``ups`` times Up from the bottom), type ``path``, confirm.
 
-    The puzzle window must have the focus. Waits for the dialog on the screen, then for the save file.
+    The puzzle window must have the focus. The path is typed only once the dialog shows on the screen: typed into
+    the board it would be read as the game's own keys (u undoes, n starts a new game). Under load the menu or the
+    dialog can come too late; then Escape closes whatever is open, a click at ``refocus`` (a point on the puzzle
+    window's title bar) gives the window the focus back, and it starts again, at most ``attempts`` times.
+    Then it waits for the save file.
     """
-    assert ctx.obs is not None
-    before = ctx.obs["screen"].copy()
-    for keys in ("F10", *["Up"] * ups, "Return"):
-        yield {"kind": "key", "keys": keys}
-    yield from wait_dialog(ctx, before)
-    yield {"kind": "type", "text": path}
-    for _attempt in range(3):  # the file chooser may swallow the first Return to finish its completion
-        yield {"kind": "key", "keys": "Return"}
-        yield wait_file_action(path, seconds=15)
+    for attempt in range(attempts):
+        if attempt:
+            for keys in ("Escape", "Escape"):
+                yield {"kind": "key", "keys": keys}
+            if refocus is not None:
+                yield {"kind": "click", "x": refocus[0], "y": refocus[1]}
         assert ctx.obs is not None
-        if "SAVED" in ctx.obs["terminal"]:
-            break
+        before = ctx.obs["screen"].copy()
+        for keys in ("F10", *["Up"] * ups, "Return"):
+            yield {"kind": "key", "keys": keys}
+        if not (yield from wait_dialog(ctx, before, tries=tries, seconds=seconds)):
+            continue
+        yield {"kind": "type", "text": path}
+        for _return in range(3):  # the file chooser may swallow the first Return to finish its completion
+            yield {"kind": "key", "keys": "Return"}
+            yield wait_file_action(path, seconds=15)
+            if "SAVED" in (ctx.obs or {}).get("terminal", ""):
+                return
 
 
 @dataclass(frozen=True)
