@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import unicodedata
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -171,7 +172,8 @@ def test_the_clauses_pass_the_right_work_and_fail_wrong_or_stale_work() -> None:
     pages = _pages(world)
     truth = _truth(world, pages)
     saved_path = f"{dn.CHECKED}/{world['batch']}-checked.pdf"
-    texts = {int(k): v.upper() if i == 0 else v for i, (k, v) in enumerate(truth["texts"].items())}  # case is free
+    texts = {int(k): unicodedata.normalize("NFD", f" {v} ") if i == 0 else v  # composition and edge space are free
+             for i, (k, v) in enumerate(truth["texts"].items())}
     saved = _annotated(pages, texts)
     digest = hashlib.sha256(saved).hexdigest()
     register = ", ".join(truth["accepted"]) + "|" + ",".join(truth["disputed"]).lower() + "\n"
@@ -183,6 +185,8 @@ def test_the_clauses_pass_the_right_work_and_fail_wrong_or_stale_work() -> None:
     first = next(iter(texts))
     wrong_text = _annotated(pages, {**texts, first: texts[first].replace("/", "-")})
     assert dn.check_note_texts(_Probe({saved_path: wrong_text}), truth).outcome == "partial"
+    shouted = _annotated(pages, {**texts, first: texts[first].upper()})  # not as the database spells the name
+    assert dn.check_note_texts(_Probe({saved_path: shouted}), truth).outcome == "partial"
     extra_page = _annotated(pages, {**texts, 1: "cover"})
     assert dn.check_noted_pages(_Probe({saved_path: extra_page}), truth).outcome == "failed"
     stale = _annotated(pages, texts, when="D:20261101000000Z")  # made before this episode's setup
