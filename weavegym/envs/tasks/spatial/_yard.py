@@ -22,7 +22,7 @@ from weavegym.envs.tasks import pixel_font
 BAYS, STACKS, HEIGHT = 3, 4, 4
 CONTAINERS = (9, 10)  # per bay, low and high (inclusive)
 SHIP_SHARE = (5, 7)  # how many of a bay's containers the ship loads, low and high (inclusive)
-MIN_MOVES = (5, 8)  # a shortest reshuffle of every bay takes this many moves (inclusive)
+MIN_MOVES = (6, 9)  # a shortest reshuffle of every bay takes this many moves (inclusive)
 SHIPS = ("NORDIC STAR", "MAERA BAY", "ODER TRADER", "CAPE LINDOS", "BALTIC OWL", "SANTA ILSE", "RIVA GRANDE",
          "TASMAN PIKE", "ELBE EXPRESS", "KORU SPIRIT")
 PODS = ("DEHAM", "NLRTM", "BEANR", "GBFXT", "ESALG", "PLGDN", "SEGOT", "FRLEH")
