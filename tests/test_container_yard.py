@@ -243,7 +243,7 @@ def test_the_windows_show_what_the_oracle_reads_and_the_console_seals_dragged_ba
                                                 "report": str(report), "layout": lay, "at": list(yd.CONSOLE_AT)},
                     xvfb.display, record)]
     try:
-        shot = lambda: client.screenshot(hide_cursor=True).image  # noqa: E731
+        shot = lambda: client.screenshot().image  # noqa: E731  (with the pointer, as the env's frames)
         map_at = wait_for(lambda: yd.origin(shot(), yd.MAP_AT, yd.MAP_HEADING), 20, what="the Yard Map drawn")
         console = wait_for(lambda: yd.origin(shot(), yd.CONSOLE_AT, yd.CONSOLE_HEADING), 20, what="the console")
         assert yd.read_bay(shot(), map_at) == [[], [], [], []]  # no bay shown before a button is pressed

@@ -260,14 +260,16 @@ def read_bay(image: np.ndarray, at: Sequence[int]) -> list[list[str]] | None:
 
 
 def console_heights(image: np.ndarray, at: Sequence[int]) -> list[int]:
-    """How many boxes each of the console's stacks shows (its boxes' fill at their centres)."""
+    """How many boxes each of the console's stacks shows: a tier counts when its box's fill shows near either
+    of two opposite corners (the pointer, left where the last drag dropped, can hide one of them)."""
     heights = []
     for stack in range(STACKS):
         count = 0
         for tier in range(HEIGHT):
             x, y = box_at(stack, tier)
-            px = image[at[1] + y + BOX_H // 2, at[0] + x + BOX_W // 2, :3].astype(int)
-            if int(np.abs(px - CONSOLE_FILL).sum()) > 30:
+            spots = ((x + 6, y + 6), (x + BOX_W - 7, y + BOX_H - 7))
+            if not any(int(np.abs(image[at[1] + sy, at[0] + sx, :3].astype(int) - CONSOLE_FILL).sum()) <= 30
+                       for sx, sy in spots):
                 break
             count += 1
         heights.append(count)
