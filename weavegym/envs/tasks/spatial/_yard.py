@@ -102,15 +102,15 @@ def world(rng: np.random.Generator) -> dict[str, Any]:
 
 def in_order(stack: Sequence[str], seq: Mapping[str, int]) -> bool:
     """Bottom up: containers that stay, then the ship's in decreasing sequence (the next one to load on top)."""
-    keys = [seq.get(c, 10 ** 6) for c in stack]
-    return all(a > b or a == b == 10 ** 6 for a, b in itertools.pairwise(keys))
+    keys = [seq.get(c, STAY) for c in stack]
+    return all(a > b or a == b == STAY for a, b in itertools.pairwise(keys))
 
 
 def plan_moves(stacks: list[list[str]], seq: dict[str, int], height: int) -> list[str]:
     """A shortest list of moves "a>b" (1-based stacks: the top container of a onto b) that puts every stack
     in loading order, by iterative deepening A* (each container above a stack's in-order base must move at
     least once, so their count never overestimates)."""
-    stay = 10 ** 6
+    stay = 10 ** 6  # STAY, spelt out: the guest runs this function alone
     start = tuple(tuple(seq.get(c, stay) for c in s) for s in stacks)
 
     def misplaced(state: tuple[tuple[int, ...], ...]) -> int:
