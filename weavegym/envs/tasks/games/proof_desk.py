@@ -207,20 +207,20 @@ TASK = Task(
           "then write the print list",
     instruction=(
         "You are the puzzle editor of a magazine. This week's three submitted nonograms are in the 'Proof Desk' "
-        "window: press 'Puzzle N' to see puzzle N's clues (6 columns by 6 rows; C1..C6 are the columns left to "
-        "right, R1..R6 the rows top to bottom; each clue lists the lengths of that line's runs of filled cells, in "
-        "order). For each puzzle decide whether it is sound (exactly one solution), ambiguous (two or more) or "
-        "broken (none); a program in your shell can decide this. In Pattern's notation a puzzle is written as its "
-        "game id: '6x6:' followed by the twelve clues, first C1..C6 then R1..R6, separated by '/', the numbers of "
-        "one clue separated by '.' (e.g. 6x6:2.1/3/1.1.1/4/1/2/3/1.2/2.2/1/4/1.1). Prove each sound puzzle in the "
-        "open Pattern window: enter its id with Game > Specific..., fill in its solution there (left click or drag "
-        "fills cells; do not use Game > Solve) and save the game with Game > Save... as ~/proofs/puzzleN.sav. "
-        "Then, with puzzle N shown at the desk, press its verdict button (Sound, Ambiguous or Broken); for a sound "
-        "puzzle the desk needs the proof saved first and shows the puzzle's print-slot code. Finally, from your "
-        "shell, write the print list ~/issue/print_list.txt: one line per sound puzzle, 'N | slot | solution', "
-        "with N the puzzle number, its slot code from the desk and its solution as the rows top to bottom, each "
-        "row's six cells left to right as '#' (filled) or '.' (empty), rows separated by '/' (e.g. "
-        "2 | ABC123 | ##..#./.#.##./...). Then finish."),
+        "window: press 'Puzzle N' to see puzzle N's clues (6 columns by 6 rows; C1..C6 are the columns left to right,"
+        " R1..R6 the rows top to bottom; each clue lists the lengths of that line's runs of filled cells, in order "
+        "from the top or from the left). For each puzzle decide whether it is sound (exactly one solution), ambiguous"
+        " (two or more) or broken (none); a program in your shell can decide this. In Pattern's notation a puzzle is "
+        "written as its game id: '6x6:' followed by the twelve clues, first C1..C6 then R1..R6, separated by '/', the"
+        " numbers of one clue separated by '.' (e.g. 6x6:2.1/3/1.1.1/4/1/2/3/1.2/2.2/1/4/1.1). Prove each sound "
+        "puzzle in the open Pattern window: enter its id with Game > Specific..., fill in its solution there (left "
+        "click or drag fills cells; do not use Game > Solve) and save the game with Game > Save... as "
+        "~/proofs/puzzleN.sav. Then, with puzzle N shown at the desk, press its verdict button (Sound, Ambiguous or "
+        "Broken; pressing again replaces it); for a sound puzzle the desk needs the proof saved first and shows the "
+        "puzzle's print-slot code. Finally, from your shell, write the print list ~/issue/print_list.txt: one line "
+        "per sound puzzle, 'N | slot | solution', with N the puzzle number, its slot code from the desk and its "
+        "solution as the rows top to bottom, each row's six cells left to right as '#' (filled) or '.' (empty), rows "
+        "separated by '/' (e.g. 2 | ABC123 | ##..#./.#.##./...). Then finish."),
     channels=Channels(
         gui="read each puzzle's clues off the desk, enter each sound one into Pattern, play it to its solution and "
             "save it, record every verdict at the desk and read the slot codes back",
