@@ -123,9 +123,13 @@ def _menu(ctx: OracleContext, grid: list[float], ups: int, attempt: int) -> Iter
 
 
 def _small_dialog(frame: np.ndarray, before: np.ndarray, previous: np.ndarray | None) -> bool:
+    """Whether the Specific... dialog shows, drawn and settled: a new region at least SMALL_DIALOG and wider than
+    tall (the open Game menu, which it replaces, is narrow and tall; typing into the menu would be lost)."""
     box = changed_box(frame, before)
-    return (box is not None and previous is not None and previous.shape == frame.shape
-            and box[2] - box[0] >= SMALL_DIALOG[0] and box[3] - box[1] >= SMALL_DIALOG[1]
+    if box is None or previous is None or previous.shape != frame.shape:
+        return False
+    width, height = box[2] - box[0], box[3] - box[1]
+    return (width >= SMALL_DIALOG[0] and height >= SMALL_DIALOG[1] and width > height
             and int(_changed(frame, previous).sum()) <= SETTLED)
 
 
