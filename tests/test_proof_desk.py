@@ -114,6 +114,8 @@ def test_the_moves_of_pattern_replay_and_a_solve_does_not_count() -> None:
 def test_a_week_proofed_right_satisfies_every_clause_with_the_real_apps_save() -> None:
     assert _outcomes(_final()) == ALL_SATISFIED
     assert _outcomes(_final(proof=save_text(SOUND["id"], fills(SOUND["solution"])).encode())) == ALL_SATISFIED
+    written_otherwise = SOUND["id"].replace("/1/", "/01/", 1)  # the same clues: Pattern takes 01 for 1
+    assert _outcomes(_final(proof=save_text(written_otherwise, fills(SOUND["solution"])).encode())) == ALL_SATISFIED
 
 
 def test_a_wrong_unsolved_or_revealed_proof_fails() -> None:

@@ -123,13 +123,21 @@ def _sound(truth: Mapping[str, Any]) -> list[tuple[int, dict[str, Any]]]:
     return [(n, p) for n, p in enumerate(truth["puzzles"], 1) if p["kind"] == "sound"]
 
 
+def _clue_lists(desc: str) -> list[list[int]]:
+    """A Pattern description's clues as numbers, so that the same clues written another way (07 for 7) match."""
+    try:
+        return [[int(n) for n in part.split(".") if n] for part in desc.split("/")]
+    except ValueError:
+        return []
+
+
 def judge_proof(text: str | None, puzzle: Mapping[str, Any], number: int) -> str:
     """'' when the proof is a Pattern save of the puzzle's clues played to its solution, else what is wrong."""
     saved = saved_game(text, "Pattern")
     if saved is None:
         return f"puzzle {number}: {proof_path(number)} is missing or not a Pattern save"
     desc = puzzle["id"].split(":", 1)[1]
-    if saved[0] != desc:
+    if _clue_lists(saved[0]) != _clue_lists(desc):
         return f"puzzle {number}: the proof holds clues {saved[0]!r}, the submission's are {desc!r}"
     grid, problem = replay_pattern(puzzle["id"], saved[1])
     if problem or grid is None:
@@ -216,11 +224,11 @@ TASK = Task(
         "puzzle in the open Pattern window: enter its id with Game > Specific..., fill in its solution there (left "
         "click or drag fills cells; do not use Game > Solve) and save the game with Game > Save... as "
         "~/proofs/puzzleN.sav. Then, with puzzle N shown at the desk, press its verdict button (Sound, Ambiguous or "
-        "Broken; pressing again replaces it); for a sound puzzle the desk needs the proof saved first and shows the "
-        "puzzle's print-slot code. Finally, from your shell, write the print list ~/issue/print_list.txt: one line "
-        "per sound puzzle, 'N | slot | solution', with N the puzzle number, its slot code from the desk and its "
-        "solution as the rows top to bottom, each row's six cells left to right as '#' (filled) or '.' (empty), rows "
-        "separated by '/' (e.g. 2 | ABC123 | ##..#./.#.##./...). Then finish."),
+        "Broken; pressing again replaces it); for a sound puzzle save its proof first: the desk records it as saved "
+        "and shows the puzzle's print-slot code. Finally, from your shell, write the print list "
+        "~/issue/print_list.txt: one line per sound puzzle, 'N | slot | solution', with N the puzzle number, its slot"
+        " code from the desk and its solution as the rows top to bottom, each row's six cells left to right as '#' "
+        "(filled) or '.' (empty), rows separated by '/' (e.g. 2 | ABC123 | ##..#./.#.##./...). Then finish."),
     channels=Channels(
         gui="read each puzzle's clues off the desk, enter each sound one into Pattern, play it to its solution and "
             "save it, record every verdict at the desk and read the slot codes back",
