@@ -42,7 +42,6 @@ def layout() -> dict[str, Any]:
             "results": list(RESULTS)}
 
 
-
 def origin(image: np.ndarray, reach: int = 40) -> tuple[int, int] | None:
     """The desk's top-left, found where its heading reads back near where it was put; None until drawn."""
     offsets = sorted(((dx, dy) for dx in range(-reach, reach + 1) for dy in range(-reach, reach + 1)),

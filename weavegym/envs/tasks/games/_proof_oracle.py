@@ -35,14 +35,20 @@ from weavegym.envs.tasks.games._proof_common import (
     proof_path,
 )
 from weavegym.envs.tasks.games.nonogram import SIZE, game_id, judge_puzzle
-from weavegym.envs.tasks.games.sgt_common import _changed, changed_box, dialog_shown, solver_command, wait_file_action
+from weavegym.envs.tasks.games.sgt_common import (
+    SETTLED_PIXELS,
+    _changed,
+    changed_box,
+    dialog_shown,
+    solver_command,
+    wait_file_action,
+)
 
 TRIES, WAITS = 4, 10
 SAVE_TRIES, DIALOG_WAITS = 3, 30
 SPECIFIC_UPS, SAVE_UPS = 10, 7  # Game menu items counted up from its last (Exit): Specific... and Save...
 SMALL_DIALOG = (150, 70)  # the Specific... dialog is small (a label, an entry, OK and Cancel)
 MARGIN = 84  # px left of the board: inside Pattern's canvas, more than a cell away from the board (no move)
-SETTLED = 400
 
 
 def _frame(ctx: OracleContext) -> np.ndarray:
@@ -130,7 +136,7 @@ def _small_dialog(frame: np.ndarray, before: np.ndarray, previous: np.ndarray | 
         return False
     width, height = box[2] - box[0], box[3] - box[1]
     return (width >= SMALL_DIALOG[0] and height >= SMALL_DIALOG[1] and width > height
-            and int(_changed(frame, previous).sum()) <= SETTLED)
+            and int(_changed(frame, previous).sum()) <= SETTLED_PIXELS)
 
 
 def _clue_band(frame: np.ndarray, grid: list[float]) -> np.ndarray:
