@@ -37,11 +37,10 @@ from weavegym.envs.tasks.games._proof_common import (
 from weavegym.envs.tasks.games.nonogram import SIZE, game_id, judge_puzzle
 from weavegym.envs.tasks.games.sgt_common import (
     SETTLED_PIXELS,
-    _changed,
     changed_box,
-    dialog_shown,
+    changed_pixels,
+    save_via_dialog,
     solver_command,
-    wait_file_action,
 )
 
 TRIES, WAITS = 4, 10
@@ -136,7 +135,7 @@ def _small_dialog(frame: np.ndarray, before: np.ndarray, previous: np.ndarray | 
         return False
     width, height = box[2] - box[0], box[3] - box[1]
     return (width >= SMALL_DIALOG[0] and height >= SMALL_DIALOG[1] and width > height
-            and int(_changed(frame, previous).sum()) <= SETTLED_PIXELS)
+            and int(changed_pixels(frame, previous).sum()) <= SETTLED_PIXELS)
 
 
 def _clue_band(frame: np.ndarray, grid: list[float]) -> np.ndarray:
@@ -164,8 +163,8 @@ def _enter(ctx: OracleContext, grid: list[float], ident: str) -> Iterator[Action
         for _try in range(WAITS):
             frame = _frame(ctx)
             band = _clue_band(frame, grid)
-            if (find_grid(frame) is not None and _changed(band, _clue_band(before, grid)).any()
-                    and previous is not None and not _changed(band, _clue_band(previous, grid)).any()):
+            if (find_grid(frame) is not None and changed_pixels(band, _clue_band(before, grid)).any()
+                    and previous is not None and not changed_pixels(band, _clue_band(previous, grid)).any()):
                 return
             previous = frame
             yield {"kind": "wait", "seconds": 1}
@@ -195,23 +194,12 @@ def _play(ctx: OracleContext, grid: list[float], solution: str) -> Iterator[Acti
 
 
 def _save(ctx: OracleContext, grid: list[float], path: str) -> Iterator[ActionLike]:
-    """Game > Save..., the path typed only once the dialog shows, until the save exists (the shell sees it)."""
-    for attempt in range(SAVE_TRIES):
-        before, previous = _frame(ctx).copy(), None
-        yield from _menu(ctx, grid, SAVE_UPS, attempt)
-        for _try in range(DIALOG_WAITS):
-            if dialog_shown(_frame(ctx), before, previous):
-                break
-            previous = _frame(ctx)
-            yield {"kind": "wait", "seconds": 1}
-        else:
-            continue
-        yield {"kind": "type", "text": path}
-        for _return in range(3):  # the file chooser may swallow the first Return to finish its completion
-            yield {"kind": "key", "keys": "Return"}
-            yield wait_file_action(path, seconds=15)
-            if "SAVED" in (ctx.obs or {}).get("terminal", ""):
-                return
+    """Game > Save..., the path typed only once the dialog shows, until the save exists (the shell sees it); a
+    click left of the board focuses Pattern first and again before each retry."""
+    focus = _focus(grid)
+    yield focus
+    yield from save_via_dialog(ctx, path, SAVE_UPS, refocus=(focus["x"], focus["y"]), attempts=SAVE_TRIES,
+                               tries=DIALOG_WAITS, seconds=1)
 
 
 def _record(ctx: OracleContext, number: int, verdict: str) -> Generator[ActionLike, Any, str]:

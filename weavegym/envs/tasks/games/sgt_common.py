@@ -155,7 +155,7 @@ def saved_game_outputs(save: str, plan: str, window: str, plan_description: str)
     }
 
 
-def _changed(frame: np.ndarray, reference: np.ndarray) -> np.ndarray:
+def changed_pixels(frame: np.ndarray, reference: np.ndarray) -> np.ndarray:
     return np.abs(frame.astype(np.int16) - reference.astype(np.int16)).max(axis=2) > DIFF_LEVEL
 
 
@@ -168,13 +168,13 @@ def dialog_shown(frame: np.ndarray, before: np.ndarray, previous: np.ndarray | N
     """
     if previous is None or frame.shape != before.shape or previous.shape != frame.shape:
         return False
-    changed = _changed(frame, before)
+    changed = changed_pixels(frame, before)
     rows, cols = np.nonzero(changed)
     if not len(rows):
         return False
     width, height = int(cols.max() - cols.min()) + 1, int(rows.max() - rows.min()) + 1
     return (width >= DIALOG_MIN[0] and height >= DIALOG_MIN[1] and len(rows) >= DIALOG_FILLED * width * height
-            and int(_changed(frame, previous).sum()) <= SETTLED_PIXELS)
+            and int(changed_pixels(frame, previous).sum()) <= SETTLED_PIXELS)
 
 
 def wait_dialog(ctx: OracleContext, before: np.ndarray, *, tries: int = 40,
@@ -305,7 +305,7 @@ def changed_box(frame: np.ndarray, before: np.ndarray, *, block: int = 8) -> tup
     """
     if frame.shape != before.shape:
         return None
-    changed = _changed(frame, before)
+    changed = changed_pixels(frame, before)
     rows, cols = changed.shape[0] // block, changed.shape[1] // block
     hot = changed[:rows * block, :cols * block].reshape(rows, block, cols, block).mean(axis=(1, 3)) > 0.33
     seen = np.zeros_like(hot)
@@ -342,7 +342,7 @@ def wait_box(ctx: OracleContext, before: np.ndarray, *, min_size: tuple[int, int
         box = changed_box(frame, before)
         if (box is not None and previous is not None and previous.shape == frame.shape
                 and box[2] - box[0] >= min_size[0] and box[3] - box[1] >= min_size[1]
-                and int(_changed(frame, previous).sum()) <= SETTLED_PIXELS):
+                and int(changed_pixels(frame, previous).sum()) <= SETTLED_PIXELS):
             return
         previous = frame
         yield {"kind": "wait", "seconds": seconds}
