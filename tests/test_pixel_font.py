@@ -34,6 +34,16 @@ def test_every_glyph_is_a_distinct_5x7_pattern() -> None:
     assert len(set(patterns)) == len(patterns)
 
 
+@pytest.mark.parametrize("placed", [(300, 40), (293, 49), (270, 40), (-6, 3)])
+def test_find_drawn_finds_a_window_placed_off_where_it_was_asked_by_its_heading(placed: tuple[int, int]) -> None:
+    offset, near = (12, 20), (300, 40) if placed[0] > 0 else (0, 0)
+    image = _render("LEAGUE NIGHT", placed[0] + offset[0], placed[1] + offset[1], 3)
+    found = pixel_font.find_drawn(image, "LEAGUE NIGHT", near, offset, 3, reach=30)
+    assert found is not None and max(abs(found[0] - placed[0]), abs(found[1] - placed[1])) <= 1  # cell centres
+    assert pixel_font.find_drawn(image, "LEAGUE NIGHTS", near, offset, 3, reach=30) is None  # not that text
+    assert pixel_font.find_drawn(image, "LEAGUE NIGHT", (near[0] + 60, near[1]), offset, 3, reach=20) is None
+
+
 @pytest.mark.parametrize("scale", [1, 2, 3, 4])
 def test_every_character_reads_back_at_every_scale(scale: int) -> None:
     text = EVERY_CHAR.strip()

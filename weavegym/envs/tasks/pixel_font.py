@@ -165,3 +165,21 @@ def read_text(image: Any, x: int, y: int, scale: int, count: int, *, ink: Sequen
             rows.append("".join(cells))
         chars.append(_BY_PATTERN.get(tuple(rows), UNKNOWN))
     return "".join(chars).rstrip(" ")
+
+
+def find_drawn(image: Any, text: str, near: Sequence[int], offset: Sequence[int], scale: int, *,
+               reach: int = 40) -> tuple[int, int] | None:
+    """The point (a window's or canvas's top-left) within ``reach`` px of ``near`` whose ``text`` reads back at
+    ``offset`` from it, the nearest first; None while it is not drawn.
+
+    Why a search: the window manager may place a window a few pixels off where it was asked to go, and the text's
+    place inside the window is what the layout knows. Each candidate reads one character first, so a miss is cheap.
+    """
+    offsets = sorted(((dx, dy) for dx in range(-reach, reach + 1) for dy in range(-reach, reach + 1)),
+                     key=lambda d: abs(d[0]) + abs(d[1]))
+    for dx, dy in offsets:
+        x, y = near[0] + dx, near[1] + dy  # may be off the screen's edge: only the text must be on it
+        tx, ty = x + offset[0], y + offset[1]
+        if read_text(image, tx, ty, scale, 1) == text[0] and read_text(image, tx, ty, scale, len(text)) == text:
+            return x, y
+    return None

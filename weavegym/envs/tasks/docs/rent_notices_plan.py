@@ -233,14 +233,7 @@ def user_script(p: Mapping[str, Any]) -> UserScript:
 def board_origin(image: np.ndarray, window: Sequence[int], reach: int = 12) -> tuple[int, int] | None:
     """The canvas's top-left on screen, found where the heading reads back near the window's geometry (the
     window manager may place a window a few pixels off), or None while it is not drawn."""
-    offsets = sorted(((dx, dy) for dx in range(-reach, reach + 1) for dy in range(-reach, reach + 1)),
-                     key=lambda d: abs(d[0]) + abs(d[1]))
-    for dx, dy in offsets:
-        x, y = window[0] + dx, window[1] + dy
-        if pixel_font.read_text(image, x + HEADING_X, y + HEADING_Y, SCALE, 1) == HEADING[0] and \
-                pixel_font.read_text(image, x + HEADING_X, y + HEADING_Y, SCALE, len(HEADING)) == HEADING:
-            return x, y
-    return None
+    return pixel_font.find_drawn(image, HEADING, window, (HEADING_X, HEADING_Y), SCALE, reach=reach)
 
 
 def parse_cell(pct: str, cap: str) -> tuple[int, int] | None:

@@ -44,17 +44,7 @@ def layout() -> dict[str, Any]:
 
 def origin(image: np.ndarray, reach: int = 40) -> tuple[int, int] | None:
     """The desk's top-left, found where its heading reads back near where it was put; None until drawn."""
-    offsets = sorted(((dx, dy) for dx in range(-reach, reach + 1) for dy in range(-reach, reach + 1)),
-                     key=lambda d: abs(d[0]) + abs(d[1]))
-    for dx, dy in offsets:
-        x, y = DESK_AT[0] + dx, DESK_AT[1] + dy
-        if min(x, y) < 0:
-            continue
-        hx, hy = x + HEADING_AT[0], y + HEADING_AT[1]
-        if pixel_font.read_text(image, hx, hy, SCALE, 1) == HEADING[0] and \
-                pixel_font.read_text(image, hx, hy, SCALE, len(HEADING)) == HEADING:
-            return x, y
-    return None
+    return pixel_font.find_drawn(image, HEADING, DESK_AT, HEADING_AT, SCALE, reach=reach)
 
 
 def find_grid(image: np.ndarray) -> tuple[float, float, float, float] | None:

@@ -375,14 +375,7 @@ def desk_entry(change: Mapping[str, str], rows: Mapping[str, list[str]]) -> dict
 def origin(image: np.ndarray, window: Sequence[int], heading: str, reach: int = 12) -> tuple[int, int] | None:
     """The window's top-left on screen, found where its heading reads back near the window's geometry (the
     window manager may place a window a few pixels off), or None while it is not drawn."""
-    offsets = sorted(((dx, dy) for dx in range(-reach, reach + 1) for dy in range(-reach, reach + 1)),
-                     key=lambda d: abs(d[0]) + abs(d[1]))
-    for dx, dy in offsets:
-        x, y = window[0] + dx, window[1] + dy
-        if pixel_font.read_text(image, x + HEADING_AT[0], y + HEADING_AT[1], SCALE, 1) == heading[0] and \
-                pixel_font.read_text(image, x + HEADING_AT[0], y + HEADING_AT[1], SCALE, len(heading)) == heading:
-            return x, y
-    return None
+    return pixel_font.find_drawn(image, heading, window, HEADING_AT, SCALE, reach=reach)
 
 
 def read_message(image: np.ndarray, at: Sequence[int]) -> list[str]:

@@ -221,17 +221,7 @@ def centre(at: Sequence[int], box: Sequence[int]) -> tuple[int, int]:
 
 def origin(image: np.ndarray, near: Sequence[int], heading: str, reach: int = 40) -> tuple[int, int] | None:
     """The window's top-left, found where its dot-matrix heading reads back near ``near``; None until drawn."""
-    offsets = sorted(((dx, dy) for dx in range(-reach, reach + 1) for dy in range(-reach, reach + 1)),
-                     key=lambda d: abs(d[0]) + abs(d[1]))
-    for dx, dy in offsets:
-        x, y = near[0] + dx, near[1] + dy
-        if min(x, y) < 0:
-            continue
-        hx, hy = x + HEADING_AT[0], y + HEADING_AT[1]
-        if pixel_font.read_text(image, hx, hy, SCALE, 1) == heading[0] and \
-                pixel_font.read_text(image, hx, hy, SCALE, len(heading)) == heading:
-            return x, y
-    return None
+    return pixel_font.find_drawn(image, heading, near, HEADING_AT, SCALE, reach=reach)
 
 
 def shown_bay(image: np.ndarray, at: Sequence[int]) -> int | None:
