@@ -280,13 +280,16 @@ def check_settlements(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
         return Verdict.failed(problem)
     done = settled(probe, truth)
     problems = {}
-    for r in truth["requests"]:
+    for r in truth["requests"]:  # graded over the approvals; a denial with a reference is one more problem
         got = rows.get(r["request"], {}).get("settlement", "(no row)")
+        if r["decision"] == rd.DENY:
+            if got:
+                problems[r["request"]] = f"a denial with settlement {got!r}"
+            continue
         entry = done.get(r["request"])
-        want = "" if r["decision"] == rd.DENY else str(entry["ref"]) if entry else None
-        problems[r["request"]] = ("the terminal settled no refund for it" if want is None else
-                                  "" if got == want else f"{got!r}, expected {want or 'empty'!r}")
-    return _graded(problems, "batch settlement references are the terminal's")
+        problems[r["request"]] = ("the terminal settled no refund for it" if entry is None else
+                                  "" if got == str(entry["ref"]) else f"{got!r}, expected {entry['ref']!r}")
+    return _graded(problems, "approvals' batch settlement references are the terminal's")
 
 
 # ---- the oracle --------------------------------------------------------------------------------------------
