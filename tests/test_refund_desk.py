@@ -50,20 +50,20 @@ def test_seeds_vary_the_day_and_its_decisions() -> None:
     plans = [_plan(seed) for seed in range(9)]
     assert len({json.dumps(p["requests"], sort_keys=True) for p in plans}) == 9
     assert len({tuple(r["decision"] for r in p["requests"]) for p in plans}) > 2
-    assert len({tuple(sorted(r.get("reason", "") for r in p["requests"])) for p in plans}) == 3
+    assert len({tuple(sorted(r.get("reason", "") for r in p["requests"])) for p in plans}) >= 3
     assert _plan(4) == _plan(4)
 
 
 @pytest.mark.parametrize("seed", range(12))
-def test_two_approvals_one_partial_and_two_denials_for_different_reasons(seed: int) -> None:
+def test_approvals_a_partial_one_and_denials_for_different_reasons(seed: int) -> None:
     p = _plan(seed)
     orders = {o["order_no"]: o for o in p["orders"]}
     approvals = [r for r in p["requests"] if r["decision"] == rd.APPROVE]
     denials = [r for r in p["requests"] if r["decision"] == rd.DENY]
-    assert len(approvals) == 2 and len({r["reason"] for r in denials}) == 2
-    # one approval is less than its returned items' prices: read without the database, the amount is wrong
+    assert len(approvals) in (2, 3) and len({r["reason"] for r in denials}) == len(denials) == 5 - len(approvals)
+    # an approval is less than its returned items' prices: read without the database, the amount is wrong
     naive = [sum(i["price"] for i in orders[r["receipt"]]["items"] if i["sku"] in r["skus"]) for r in approvals]
-    assert sum(rd.cents(r["amount"]) != n for r, n in zip(approvals, naive, strict=True)) == 1
+    assert sum(rd.cents(r["amount"]) != n for r, n in zip(approvals, naive, strict=True)) >= 1
     for r in p["requests"]:
         assert len(rd.receipt_lines(r)) <= rd.RECEIPT_LINES
         assert all(len(line) <= rd.RECEIPT_CHARS and not pixel_font.unsupported(line) for line in rd.receipt_lines(r))
@@ -138,7 +138,7 @@ def _state(seed: int, tmp_path: Path, client: str = DESKTOP_USER) -> dict[str, b
             rows.append([r["request"], rd.APPROVE, verdict[1], "", f"REF{n}WXYZ"])
         else:
             rows.append([r["request"], rd.DENY, "", verdict[1], ""])
-    assert _run(home, rd.batch_program(rows)).startswith("BATCH 4")
+    assert _run(home, rd.batch_program(rows)).startswith("BATCH 5")
     return {RECORDS: _jsonl(portal), task.TERMINAL_RECORD: _jsonl(terminal),
             task.BATCH: (home / "outbox" / "refunds.csv").read_bytes()}
 

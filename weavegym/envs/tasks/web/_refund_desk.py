@@ -6,8 +6,8 @@ names the order, the items the customer returns and the total printed on it. Eac
 refund policy (the instruction's rules, applied in order): MISMATCH when no order has the receipt's number or
 the receipt's total is not what the order's payments add up to, EXPIRED when the order is more than
 RETURN_DAYS old, NOTHING when no returned item is refundable (final sale, or refunded before), else APPROVE
-the refundable items' prices. Every seed has two approvals (one of them partial, so a receipt read without
-the database gets the amount wrong) and two denials for different reasons.
+the refundable items' prices. Every seed has two or three approvals (one of them partial at least, so a
+receipt read without the database gets the amount wrong) and two or three denials for different reasons.
 
 The receipts are PNG pictures in the dot-matrix font (pixel_font), served by the portal only to the desktop's
 browser; the oracle finds each picture, the portal's authorisation line and the card terminal's status line
@@ -28,7 +28,7 @@ from PIL import Image
 from weavegym.envs.tasks import pixel_font
 
 RETURN_DAYS = 30
-N_REQUESTS = 4
+N_REQUESTS = 5
 N_DECOYS = 12
 SCALE = 2
 LINE_H = 22
@@ -142,8 +142,9 @@ def plan(rng: np.random.Generator) -> dict[str, Any]:
             for i, n in zip(rng.integers(0, 100, 200), rng.choice(np.arange(1000, 9999), 200, replace=False),
                             strict=True)]
     numbers = [int(n) for n in rng.choice(np.arange(40000, 49999), N_REQUESTS + N_DECOYS, replace=False)]
-    reasons = [str(r) for r in rng.permutation([MISMATCH, EXPIRED, NOTHING])[:2]]
-    kinds = [str(k) for k in rng.permutation(["full", "partial", *reasons])]
+    reasons = [str(r) for r in rng.permutation([MISMATCH, EXPIRED, NOTHING])]
+    extra = str(rng.choice(["full", "partial", reasons[2]]))  # a third approval, or the third reason
+    kinds = [str(k) for k in rng.permutation(["full", "partial", *reasons[:2], extra])]
     orders, requests = [], []
     for number, kind in zip(numbers, kinds, strict=False):
         # An expired order is at most two weeks past the window; the others are inside it, up to its last day.

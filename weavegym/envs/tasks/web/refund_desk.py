@@ -1,7 +1,7 @@
 """Weave-Web-4: a shop's refund desk, from the support portal's receipts through the orders database to the card
 terminal and the day's refund batch.
 
-Three apps, data flowing both ways between the channels. The support portal (open in Firefox) lists four refund
+Three apps, data flowing both ways between the channels. The support portal (open in Firefox) lists five refund
 requests; each request's tab shows the customer's photographed receipt, a picture in dot-matrix text (receipt
 number, date, the items returned, the total printed) that the portal serves only to the desktop account's
 browser (a curl from the shell gets 403): the key evidence exists only as pixels. ~/orders.db (SQLite, the
