@@ -25,8 +25,10 @@ import csv
 import io
 import json
 import re
-from collections.abc import Generator, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
 from typing import Any
+
+import numpy as np
 
 from weavegym.core.deadline import wait_for
 from weavegym.core.errors import TaskError
@@ -67,6 +69,7 @@ MAX_BATCH = 64 << 10
 
 
 def _page(p: Mapping[str, Any], fixture: str) -> str:
+    """A site fixture (the page or its stylesheet) with the day's date, tabs, banner colour and tab size."""
     tabs = "".join(f'<button type="button" tabindex="-1" data-request="{r["request"]}" '
                    f'>{r["request"]}</button>' for r in p["requests"])
     return (fixture.replace("{{TODAY}}", p["today"]).replace("{{TABS}}", tabs)
@@ -126,7 +129,7 @@ def setup(ctx: SetupContext) -> Prepared:
                     truth={"count": len(requests), "origin": f"http://127.0.0.1:{port}", "requests": requests})
 
 
-def _wait_drawn(ctx: SetupContext, drawn: Any, what: str) -> None:
+def _wait_drawn(ctx: SetupContext, drawn: Callable[[np.ndarray], bool], what: str) -> None:
     """Mapped is not drawn (TCG): wait until the screen shows ``what``."""
     try:
         wait_for(lambda: drawn(ctx.client.screenshot(hide_cursor=True).image) or None, 180, what=what, max_poll=1.0)
@@ -224,8 +227,9 @@ def check_terminal_only(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
     if not keyed:
         return Verdict.failed("the terminal settled no refund")
     approved = {r["request"] for r in truth["requests"] if r["decision"] == rd.APPROVE}
-    codes = {str(rec.get("code")) for rec in submissions(probe, FORM)
-             if str(rec["data"].get("request", "")).strip().upper() in approved and rec.get("code")}
+    codes = {str(rec.get("code")) for rec in submissions(probe, FORM) if rec.get("client") == DESKTOP_USER
+             and rec.get("origin") == truth["origin"] and not rec.get("refused") and rec.get("code")
+             and str(rec["data"].get("request", "")).strip().upper() in approved}
     stray = [k["auth"] for k in keyed if k["auth"] not in codes]
     return Verdict.check(not stray, f"refunds keyed with codes of no approved request: {stray}" if stray else
                          f"all {len(keyed)} refunds settled were approved ones")
