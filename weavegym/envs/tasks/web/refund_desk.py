@@ -104,6 +104,9 @@ def setup(ctx: SetupContext) -> Prepared:
             **{f"receipts/{r['request']}.png": rd.receipt_png(r) for r in p["requests"]}}
     for name, content in site.items():
         ctx.write_file(f"{SITE_DIR}/{name}", content, owner=PORTAL_USER, mode=0o600)
+    # Each request types ids, codes and amounts: a stalled guest must not repeat a key held across the stall
+    # (nothing in the episode needs a held key to repeat), so the X server's autorepeat is off.
+    ctx.run(["env", "DISPLAY=:0", "xset", "r", "off"], user=ctx.user)
     ctx.write_file(f"{PROFILE}/user.js", USER_JS)
     ctx.launch_gui(f"{{as_user}} firefox-esr --no-remote --profile {PROFILE} --width {rd.FIREFOX_SIZE[0]} "
                    f"--height {rd.FIREFOX_SIZE[1]} http://127.0.0.1:{port}/", name="firefox")
@@ -300,8 +303,9 @@ def check_settlements(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
 
 AUTH = re.compile(r"^(RF-\d{4}) (?:AUTH ([A-Z2-9]{6})|DENIED)$")
 SETTLED = re.compile(r"^#(\d+) SETTLED REF ([A-Z2-9]{8})$")
-# Under TCG a click's effect can show many seconds late: read until it shows, click again after a while.
-TRIES, WAITS = 3, 8
+# Under TCG a click's effect can show many seconds late (the portal's answer most of all: Firefox fetches,
+# the server records, the page draws): read until it shows, act again only after a while.
+TRIES, WAITS, ANSWER_WAITS = 3, 8, 20
 
 
 def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
@@ -354,14 +358,14 @@ def _open(ctx: OracleContext, index: int, seen: set[str]) -> Generator[ActionLik
 def _decide(ctx: OracleContext, request: str, verdict: tuple[str, str]) -> Generator[ActionLike, Any, str | None]:
     """Type the decision into the portal's form and send it; the authorisation code drawn for it ('' for a
     denial), or None when the page never showed the answer."""
-    for _try in range(2):
+    for _try in range(TRIES):
         banner = rd.find_frame(_screen(ctx), BANNER)
         if banner is None:
             return None
         yield {"kind": "click", "x": banner[0] + 700, "y": banner[1] + 30}  # the banner: the next Tab is the form's
-        yield {"kind": "key", "keys": "Tab"}
+        yield {"kind": "key", "keys": "Tab"}  # (a field reached by Tab has its text selected: typing replaces it)
         yield {"kind": "type", "text": f"{request}\t{verdict[0]}\t{verdict[1]}\n"}
-        for _ in range(WAITS):
+        for _ in range(ANSWER_WAITS):
             found = AUTH.match(rd.read_auth(_screen(ctx)))
             if found and found.group(1) == request:
                 return found.group(2) or ""
