@@ -16,6 +16,7 @@ on the screen by the exact colour of their frames, which nothing else on the scr
 
 from __future__ import annotations
 
+import csv
 import io
 import re
 from collections.abc import Mapping, Sequence
@@ -287,6 +288,23 @@ def parse_decision(terminal: str, request: str) -> tuple[str, str] | None:
     """(decision, amount or reason) the decision program printed for ``request``, None when it did not."""
     found = re.findall(rf"^DECISION {re.escape(request)} (APPROVE|DENY) (\S+)$", terminal.replace("\r", ""), re.M)
     return found[-1] if found else None
+
+
+def parse_batch(data: bytes) -> tuple[dict[str, dict[str, str]], str]:
+    """({request: row}, problem) of the batch CSV (header request,decision,amount,reason,settlement)."""
+    try:
+        rows = list(csv.DictReader(io.StringIO(data.decode("utf-8-sig"))))
+    except (UnicodeDecodeError, csv.Error) as exc:
+        return {}, f"does not parse as CSV ({exc})"
+    out: dict[str, dict[str, str]] = {}
+    for row in rows:
+        if set(row) != {"request", "decision", "amount", "reason", "settlement"}:
+            return {}, f"has columns {sorted(str(k) for k in row)}, not request,decision,amount,reason,settlement"
+        request = (row["request"] or "").strip().upper()
+        if request in out:
+            return {}, f"lists {request} twice"
+        out[request] = {k: (v or "").strip().upper() for k, v in row.items()}
+    return out, "" if out else "has no row"
 
 
 def batch_program(rows: Sequence[Sequence[str]]) -> str:

@@ -21,8 +21,6 @@ batch's rows and settlement references.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import re
 from collections.abc import Callable, Generator, Iterator, Mapping
@@ -238,28 +236,11 @@ def check_terminal_only(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
                          f"all {len(keyed)} refunds settled were approved ones")
 
 
-def parse_batch(data: bytes) -> tuple[dict[str, dict[str, str]], str]:
-    """({request: row}, problem) of the batch CSV (header request,decision,amount,reason,settlement)."""
-    try:
-        rows = list(csv.DictReader(io.StringIO(data.decode("utf-8-sig"))))
-    except (UnicodeDecodeError, csv.Error) as exc:
-        return {}, f"does not parse as CSV ({exc})"
-    out: dict[str, dict[str, str]] = {}
-    for row in rows:
-        if set(row) != {"request", "decision", "amount", "reason", "settlement"}:
-            return {}, f"has columns {sorted(str(k) for k in row)}, not request,decision,amount,reason,settlement"
-        request = (row["request"] or "").strip().upper()
-        if request in out:
-            return {}, f"lists {request} twice"
-        out[request] = {k: (v or "").strip().upper() for k, v in row.items()}
-    return out, "" if out else "has no row"
-
-
 def _batch(probe: Probe) -> tuple[dict[str, dict[str, str]], str]:
     data = probe.read_bytes(BATCH, max_bytes=MAX_BATCH)
     if data is None:
         return {}, f"{BATCH} does not exist"
-    rows, problem = parse_batch(data)
+    rows, problem = rd.parse_batch(data)
     return rows, f"{BATCH} {problem}" if problem else ""
 
 
