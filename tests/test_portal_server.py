@@ -7,7 +7,9 @@ test_hostile.py.)
 
 from __future__ import annotations
 
+import getpass
 import http.client
+import json
 import os
 import socket
 import subprocess
@@ -114,3 +116,57 @@ def test_a_folder_swapped_for_a_symlink_mid_request_never_serves_what_is_outside
     statuses = {status for status, _ in replies}
     assert statuses == {200, 404}, statuses  # both sides of the swap were hit
     assert not [body for _, body in replies if b"SECRET" in body]
+
+
+def _server(tmp_path: Path, *args: str) -> tuple[str, subprocess.Popen[str]]:
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-I", str(SERVER), "--port", str(port), "--log", str(tmp_path / "log"),
+                             *args], stderr=subprocess.PIPE, text=True)
+    _wait_listening(port, proc)
+    return f"http://127.0.0.1:{port}", proc
+
+
+@pytest.mark.parametrize(("desktop", "status"), [(getpass.getuser(), 200), ("nobody-here", 403), ("", 403)])
+def test_desktop_only_pages_are_served_to_the_desktop_accounts_sockets_alone(tmp_path: Path, desktop: str,
+                                                                             status: int) -> None:
+    """Weave-Web-4's receipts: a client of another account (the shell's curl) gets 403; other paths stay open."""
+    site = tmp_path / "site"
+    (site / "receipts").mkdir(parents=True)
+    (site / "receipts" / "r.png").write_bytes(b"PNG")
+    (site / "index.html").write_text("open\n")
+    base, proc = _server(tmp_path, "--site", str(site), "--desktop-only", "/receipts/",
+                         *(["--desktop", desktop] if desktop else []))
+    try:
+        assert _get(f"{base}/receipts/r.png") == (status, b"PNG" if status == 200 else b"")
+        assert _get(f"{base}/%72eceipts/r.png")[0] == status  # decoded before the prefix is compared
+        assert _get(f"{base}/index.html") == (200, b"open\n")
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.mark.parametrize("issue", [True, False])
+def test_issue_codes_answers_and_records_a_fresh_code_per_accepted_submission(tmp_path: Path, issue: bool) -> None:
+    records = tmp_path / "records.jsonl"
+    base, proc = _server(tmp_path, "--records", str(records), "--form", "f", *(["--issue-codes"] if issue else []))
+    try:
+        replies = []
+        for origin in (base, base, "http://evil.example"):
+            request = urllib.request.Request(f"{base}/api/f", data=b'{"a": 1}', method="POST",
+                                             headers={"Content-Type": "application/json", "Origin": origin})
+            try:
+                with urllib.request.urlopen(request, timeout=3) as reply:
+                    replies.append(json.loads(reply.read()))
+            except urllib.error.HTTPError as err:
+                replies.append(json.loads(err.read()))
+    finally:
+        proc.kill()
+        proc.wait()
+    lines = [json.loads(line) for line in records.read_text().splitlines()]
+    if issue:
+        codes = [r["code"] for r in replies[:2]]
+        assert codes[0] != codes[1] and all(len(c) == 6 for c in codes)
+        assert [r.get("code") for r in lines] == [*codes, None]  # a refused one gets none
+    else:
+        assert all("code" not in r for r in replies + lines)
+    assert replies[2]["ok"] is False
