@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -212,8 +213,11 @@ def test_the_terminal_records_a_keyed_refund_and_shows_its_reference(xvfb: XvfbD
             client.type_text(f"{auth}\t{amount}\n")
             record = json.loads(proc.stdout.readline())
             assert {k: record[k] for k in ("auth", "amount", "n")} == {"auth": auth.upper(), "amount": amount, "n": n}
-            found = wait_for(lambda: task.SETTLED.match(rd.read_terminal(client.screenshot().image)), 20,
-                             what="the reference on the status line")
+            def settled(n: int = n) -> re.Match[str] | None:  # this entry's line, not the last one's still shown
+                found = task.SETTLED.match(rd.read_terminal(client.screenshot().image))
+                return found if found and int(found.group(1)) == n else None
+
+            found = wait_for(settled, 20, what="the reference on the status line")
             assert (int(found.group(1)), found.group(2)) == (n, record["ref"])
     finally:
         proc.kill()
