@@ -86,7 +86,7 @@ BOARD_TITLE, BOARD_HEADING = "Review Board", "STOREFRONT REVIEW"
 BOARD_SIZE, BOARD_AT = (480, 560), (0, 0)
 TABS_X, TABS_Y, TAB_W, TAB_H, TAB_STEP = 16, 48, 100, 34, 110  # one button per market, in a row
 PAGE_TEXT, LINE_H, LINE_CHARS, MAX_LINES = (24, 104), 26, 36, 14
-BROWSER_AT, BROWSER_SIZE = (490, 0), (790, 720)
+BROWSER_AT, BROWSER_SIZE = (492, 0), (780, 620)  # beside the board
 
 
 def board_layout() -> dict[str, Any]:

@@ -89,29 +89,42 @@ def setup(ctx: SetupContext) -> Prepared:
     ctx.make_private_dir()
     ctx.write_file(BOARD_IN, json.dumps({"pages": shop.board_pages(p), "layout": shop.board_layout()},
                                         ensure_ascii=False), owner="root", mode=0o600)
+    # The board first, alone on the screen: drawn and read back before anything can cover it.
+    ctx.launch_gui(f"{{as_user}} python3 {BOARD_APP} < {BOARD_IN} > /dev/null", name="board")
+    window = ctx.wait_window(f"^{re.escape(shop.BOARD_TITLE)}$")
+    try:  # mapped is not drawn (TCG); the window manager may have put it below a panel
+        board = wait_for(lambda: shop.origin(ctx.client.screenshot(hide_cursor=True).image, window.geometry[:2],
+                                             reach=40), 120, what="the Review Board drawn", max_poll=1.0)
+    except TimeoutError as exc:
+        raise TaskError(f"{ctx.task_id} setup: {exc}") from None
+    ctx.run(["rm", "-f", BOARD_IN])  # the window has read it: the marks now live only on screen
     write_site(ctx, "fixtures/shopcms", banner="#" + "".join(f"{c:02x}" for c in BANNER))
     write_static(ctx, "shop-cms.js", cms_script(ctx.fixture(__package__, "fixtures/shopcms/shop-cms.js").decode()))
     start_server(ctx, port, SERVER_LOG,
                  f"--site {SITE} --static {STATIC} --records {RECORDS} --form {FORM} --revisions")
     browser = launch_firefox(ctx, f"http://127.0.0.1:{port}/", r"^Shop CMS — Mozilla Firefox$")
-    (bx, by), (bw, bh) = shop.BROWSER_AT, shop.BROWSER_SIZE
-    ctx.run(["env", "DISPLAY=:0", "xdotool", "windowsize", str(browser.id), str(bw), str(bh),
-             "windowmove", str(browser.id), str(bx), str(by)], user=ctx.user)
-    browser = ctx.wait_window(r"^Shop CMS — Mozilla Firefox$")
-    ctx.launch_gui(f"{{as_user}} python3 {BOARD_APP} < {BOARD_IN} > /dev/null", name="board")
-    window = ctx.wait_window(f"^{re.escape(shop.BOARD_TITLE)}$")
-    if abs(window.x - shop.BOARD_AT[0]) > 16 or abs(window.y - shop.BOARD_AT[1]) > 40:
-        ctx.run(["env", "DISPLAY=:0", "xdotool", "windowmove", str(window.id), *map(str, shop.BOARD_AT)],
-                user=ctx.user)
-    try:
-        board = wait_for(lambda: shop.origin(ctx.client.screenshot(hide_cursor=True).image, shop.BOARD_AT), 120,
-                         what="the Review Board drawn", max_poll=1.0)
-    except TimeoutError as exc:
-        raise TaskError(f"{ctx.task_id} setup: {exc}") from None
-    ctx.run(["rm", "-f", BOARD_IN])
+    placed = _place(ctx, browser.id, shop.BROWSER_AT, shop.BROWSER_SIZE)
     return Prepared(params={"port": port},
                     truth={"fixes": p["fixes"], "pages": p["pages"], "origin": f"http://127.0.0.1:{port}",
-                           "board_at": list(board), "browser": list(browser.geometry), "tabs": shop.N_MARKETS})
+                           "board_at": list(board), "browser": placed, "tabs": shop.N_MARKETS})
+
+
+def _place(ctx: SetupContext, window_id: int, at: Sequence[int], size: Sequence[int]) -> list[int]:
+    """Move and size Firefox beside the board, and return its geometry once the window manager has done so: a
+    click on one must never land on the other."""
+    ctx.run(["env", "DISPLAY=:0", "xdotool", "windowsize", str(window_id), str(size[0]), str(size[1]),
+             "windowmove", str(window_id), str(at[0]), str(at[1])], user=ctx.user)
+
+    def placed() -> list[int] | None:
+        found = next((w for w in ctx.client.list_windows(timeout=10)[0] if w.id == window_id), None)
+        if found is None or abs(found.x - at[0]) > 16 or found.width > size[0] + 16:
+            return None
+        return list(found.geometry)
+
+    try:
+        return wait_for(placed, 60, what=f"Firefox moved to {at}", max_poll=0.5)
+    except TimeoutError as exc:
+        raise TaskError(f"{ctx.task_id} setup: {exc}") from None
 
 
 # ---- the checker -----------------------------------------------------------------------------------------------
