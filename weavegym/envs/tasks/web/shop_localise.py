@@ -35,6 +35,7 @@ from weavegym.envs.tasks import pixel_font
 from weavegym.envs.tasks.data.sqlite_bytes import database_bytes
 from weavegym.envs.tasks.web import _shop as shop
 from weavegym.envs.tasks.web._portal import (
+    PROFILE,
     RECORDS,
     SITE,
     STATIC,
@@ -102,6 +103,11 @@ def setup(ctx: SetupContext) -> Prepared:
     write_static(ctx, "shop-cms.js", cms_script(ctx.fixture(__package__, "fixtures/shopcms/shop-cms.js").decode()))
     start_server(ctx, port, SERVER_LOG,
                  f"--site {SITE} --static {STATIC} --records {RECORDS} --form {FORM} --revisions")
+    # Where Firefox opens, beside the board: on a screen this small it would open maximized, which the window
+    # manager keeps from being moved or sized.
+    (bx, by), (bw, bh) = shop.BROWSER_AT, shop.BROWSER_SIZE
+    ctx.write_file(f"{PROFILE}/xulstore.json", json.dumps({"chrome://browser/content/browser.xhtml": {"main-window": {
+        "screenX": str(bx), "screenY": str(by + 30), "width": str(bw), "height": str(bh), "sizemode": "normal"}}}))
     browser = launch_firefox(ctx, f"http://127.0.0.1:{port}/", r"^Shop CMS — Mozilla Firefox$")
     placed = _place(ctx, browser.id, shop.BROWSER_AT, shop.BROWSER_SIZE)
     return Prepared(params={"port": port},
