@@ -316,8 +316,8 @@ TASK = Task(
         f"{mb.SOLD_OUT_WORD} and its name stays. Save the board there with Ctrl+S (same file). Then, from your "
         f"shell, render the saved board with Inkscape's command line as a PNG at 96 dpi ({mb.WIDTH}x{mb.HEIGHT}) "
         "to " + PNG + ", and write " + ORDER + ": a JSON object with board_sha256 (the SHA-256 of the saved "
-        "board file), png_sha256 (the PNG's) and changes: one {\"slot\": <n>, \"field\": \"name\" or \"price\", "
-        "\"text\": <its new text>} per text you changed. Then finish with done."),
+        "board file), png_sha256 (the PNG's) and changes: a list with one object per text you changed, with "
+        "the keys slot (its number), field (\"name\" or \"price\") and text (its new text). Then finish with done."),
     channels=Channels(
         gui="read each section's marks on the Menu proof; edit the marked names and prices in Inkscape (typing "
             "French, Japanese and Greek names) and save the board",
