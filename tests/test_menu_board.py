@@ -7,6 +7,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -28,10 +29,6 @@ from weavegym.envs.tasks.design import menu_books as mb
 from weavegym.machine.guest_client import GuestClient
 from weavegym.testing.xvfb import XvfbDisplay
 
-INKSCAPE_NAMEDVIEW = ('<sodipodi:namedview xmlns:sodipodi="http://sodipodi.sourceforge.net/DTD/sodipodi-0.dtd" '
-                      'xmlns:inkscape="http://www.inkscape.org/namespaces/inkscape" id="namedview1" '
-                      'inkscape:window-width="886"/>')
-
 
 def _world(seed: int) -> dict[str, Any]:
     return mb.world(np.random.default_rng(seed))
@@ -48,10 +45,9 @@ def _saved(w: Mapping[str, Any], texts: Mapping[str, str] | None = None, extra: 
     for element in root.iter():
         if element.tag.endswith("}text") and texts and element.get("id") in texts:
             element.text = texts[element.get("id")]
+    root.set("{http://www.inkscape.org/namespaces/inkscape}version", "1.2.2 (b0a8486541, 2022-12-01)")
     body = ET.tostring(root, encoding="unicode")
-    return body.replace("</svg>", f"{INKSCAPE_NAMEDVIEW}{extra}</svg>").replace("</ns0:svg>",
-                                                                                 f"{INKSCAPE_NAMEDVIEW}{extra}</ns0:svg>"
-                                                                                 ).encode()
+    return re.sub(r"</(\w+:)?svg>$", lambda m: f"{extra}{m[0]}", body).encode()
 
 
 class FakeProbe:

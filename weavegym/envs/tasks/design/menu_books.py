@@ -55,6 +55,7 @@ WIDTH, HEIGHT = 1020, 640
 BG, INK_RGB = (0x1F, 0x3A, 0x2E), (0xF3, 0xE9, 0xD2)
 COLUMN_W, NAME_DX, PRICE_DX, NUM_DX = 340, 48, 320, 18
 FIRST_ROW_Y, ROW_PITCH, FONT = 180, 80, 20
+WINDOW = (886, 676, 392, 40)  # Inkscape's window beside the proof: width, height, x, y
 
 
 def price_cents(cost: int, markup: int, step: int) -> int:
@@ -169,8 +170,13 @@ def board_svg(w: Mapping[str, Any]) -> str:
     cream, amber = "#{:02x}{:02x}{:02x}".format(*INK_RGB), "#e8b04a"
     out = ['<?xml version="1.0" encoding="UTF-8"?>',
            f'<svg xmlns="http://www.w3.org/2000/svg" '
-           f'xmlns:sodipodi="http://sodipodi.sourceforge.net/DTD/sodipodi-0.dtd" width="{WIDTH}" '
+           f'xmlns:sodipodi="http://sodipodi.sourceforge.net/DTD/sodipodi-0.dtd" '
+           f'xmlns:inkscape="http://www.inkscape.org/namespaces/inkscape" width="{WIDTH}" '
            f'height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}">',
+           # Inkscape restores a document's window geometry: beside the proof, not maximized (where the window
+           # manager would not move it).
+           '  <sodipodi:namedview id="view" inkscape:window-width="{}" inkscape:window-height="{}" '
+           'inkscape:window-x="{}" inkscape:window-y="{}" inkscape:window-maximized="0"/>'.format(*WINDOW),
            f'  <rect id="board" x="0" y="0" width="{WIDTH}" height="{HEIGHT}" fill="#%02x%02x%02x" '
            'sodipodi:insensitive="true"/>' % BG]
 
