@@ -147,6 +147,11 @@ def test_the_clauses_pass_the_right_files_and_fail_broken_ones() -> None:
     truth = _truth(w)
     good = _good(w)
     assert _outcomes(good, truth) == ["satisfied"] * 4
+    spaced = {k: v.replace(" ", "\u00a0") for k, v in mb.expected_texts(w).items()}  # Ctrl+Space's no-break space
+    assert task.check_marks(FakeProbe({task.BOARD: _saved(w, spaced)}), truth).outcome.value == "satisfied"
+    squeezed = {k: v.replace(" ", "") for k, v in mb.expected_texts(w).items()}
+    assert any(" " in t for _, _, t in w["changes"])
+    assert task.check_marks(FakeProbe({task.BOARD: _saved(w, squeezed)}), truth).outcome.value != "satisfied"
     untouched = FakeProbe({**good.files, task.BOARD: _saved(w)}, mtimes=good.mtimes)
     assert task.check_marks(untouched, truth).outcome.value == "failed"
     # one mark typed without its accents: partial, never satisfied

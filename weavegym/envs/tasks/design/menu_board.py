@@ -29,7 +29,7 @@ from weavegym.envs.task import ActionLike, Channels, Deliverable, OracleContext,
 from weavegym.envs.tasks.data.budget_variance import _place as place_window
 from weavegym.envs.tasks.data.sqlite_bytes import database_bytes
 from weavegym.envs.tasks.design import menu_books as mb
-from weavegym.evaluators import Clause, GuiArtifactViaCli, Probe, Verdict
+from weavegym.evaluators import Clause, Probe, Verdict
 
 APP_DIR = "/usr/local/share/menuproof"
 PROOF_IN = f"{PRIVATE_DIR}/menuproof.json"
@@ -138,7 +138,8 @@ def _fit_page(ctx: SetupContext, ink: list[int]) -> list[int]:
 
 
 def _nfc(text: str) -> str:
-    return unicodedata.normalize("NFC", text.strip())
+    """NFC, with any run of white space (a no-break space too: Inkscape's Ctrl+Space) read as one space."""
+    return " ".join(unicodedata.normalize("NFC", text).split())
 
 
 def board_texts(probe: Probe) -> tuple[dict[str, str] | None, list[str], str]:
@@ -258,7 +259,9 @@ def _edit(ctx: OracleContext, page: list[int], slot: int, field: str, text: str)
             continue
         yield {"kind": "click", "x": point[0], "y": point[1]}
         yield {"kind": "key", "keys": "ctrl+a"}
-        yield {"kind": "type", "text": text}
+        # Inkscape's text tool drops a typed space under xdotool-style input; Ctrl+Space's no-break space is
+        # what it inserts for one, and the board reads it as a space.
+        yield {"kind": "type", "text": text.replace(" ", "\u00a0")}
         yield {"kind": "key", "keys": "Escape"}
         yield from _wait_until(ctx, lambda s, old=before: not np.array_equal(s[top:bottom, left:right], old))
         if not np.array_equal(ctx.obs["screen"][top:bottom, left:right], before):
@@ -267,7 +270,8 @@ def _edit(ctx: OracleContext, page: list[int], slot: int, field: str, text: str)
 
 def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
     """Per section: its marks off the proof (GUI); per mark its figures from the database (CLI) and the edit in
-    Inkscape (GUI); then save, and the PNG and print order from the saved board (CLI)."""
+    Inkscape (GUI); then save, read the saved texts back in the shell and redo the edits that did not take (a
+    lagging canvas can lose a click or a Ctrl+A); then the PNG and print order from the saved board (CLI)."""
     targets, page = ctx.truth["proof"], ctx.truth["page"]
     blank = mb.to_screen(page, mb.WIDTH // 2, 550)
     yield {"kind": "click", "x": blank[0], "y": blank[1]}  # the locked background: focus, nothing selected
@@ -291,17 +295,39 @@ def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
             for field, text in edits:
                 yield from _edit(ctx, page, slot, field, text)
                 changes.append({"slot": slot, "field": field, "text": text})
-    yield {"kind": "key", "keys": "ctrl+s"}
-    board = shlex.quote(BOARD)
+    saved = ""
+    for _ in range(3):
+        yield {"kind": "key", "keys": "ctrl+s"}
+        yield {"kind": "shell", "timeout": 200, "command": READ_BACK.format(board=shlex.quote(BOARD), before=saved)}
+        terminal = ctx.obs.get("terminal", "").replace("\r", "") if ctx.obs else ""
+        digest = re.findall(r"^SAVED ([0-9a-f]{64})$", terminal, re.M)
+        saved = digest[-1] if digest else saved
+        shown = dict(re.findall(r"^TEXT\|([a-z]+-\d+)\|(.*)$", terminal, re.M))
+        redo = [c for c in changes if _nfc(shown.get(f"{c['field']}-{c['slot']}", "")) != _nfc(c["text"])]
+        if not redo:
+            break
+        for change in redo:
+            yield from _edit(ctx, page, change["slot"], change["field"], change["text"])
     yield {"kind": "shell", "timeout": 300,
-           "command": f"timeout 120 sh -c 'until grep -q inkscape:version= {board}; do sleep 0.5; done' && "
-                      # The shell cannot write the desktop's ~/.config: Inkscape's preferences go to /tmp.
-                      "XDG_CONFIG_HOME=/tmp/ink-config XDG_CACHE_HOME=/tmp/ink-cache "
-                      f"inkscape {board} --export-type=png --export-dpi=96 --export-filename={PNG} 2>/dev/null; "
-                      f"sha256sum {board} {PNG}"}
+           # The shell cannot write the desktop's ~/.config: Inkscape's preferences go to /tmp.
+           "command": "XDG_CONFIG_HOME=/tmp/ink-config XDG_CACHE_HOME=/tmp/ink-cache inkscape "
+                      f"{shlex.quote(BOARD)} --export-type=png --export-dpi=96 --export-filename={PNG} 2>/dev/null; "
+                      f"sha256sum {shlex.quote(BOARD)} {PNG}"}
     yield {"kind": "python", "code": ORDER_PY.format(board=BOARD, png=PNG, order=ORDER,
                                                      changes=json.dumps(changes, ensure_ascii=False))}
     yield {"kind": "done"}
+
+
+# Waits until Inkscape's save is on disk (its version stamp, and a checksum other than the last save's), then
+# prints the checksum and every slot's texts as the saved file has them.
+READ_BACK = ("timeout 150 sh -c 'until grep -q inkscape:version= {board} && "
+             "[ \"$(sha256sum < {board} | cut -c1-64)\" != \"{before}\" ]; do sleep 0.5; done'; "
+             "echo SAVED $(sha256sum < {board} | cut -c1-64); "
+             "python3 -c 'import sys, xml.etree.ElementTree as E\n"
+             "for e in E.parse(sys.argv[1]).iter():\n"
+             " i = e.get(\"id\", \"\")\n"
+             " if e.tag.endswith(\"}}text\") and i[:3] in (\"nam\", \"pri\"): print(\"TEXT|\" + i + \"|\" + "
+             "\"\".join(e.itertext()))' {board}")
 
 
 ORDER_PY = """import hashlib, json
@@ -325,7 +351,8 @@ TASK = Task(
         "cost_cents). A price is cost_cents x (100 + markup_pct of the slot's section) / 100, rounded up to the next "
         "multiple of round_up_to_cents, written in euros with two decimals and a dot (for example 4.60). In "
         "Inkscape, apply every mark and change nothing else: PRICE: the slot's price becomes its dish's price by "
-        "that rule; NEW NAME: the slot's name becomes its dish's new_name in renames, spelt exactly as there; SOLD "
+        "that rule; NEW NAME: the slot's name becomes its dish's new_name in renames, spelt exactly as there "
+        "(a no-break space, Inkscape's Ctrl+Space, counts as a space); SOLD "
         "OUT: if seasonal has a 'winter' stand-in for the slot, the slot shows it instead (its name, and its price "
         "by the rule from its cost_cents and the slot's section), otherwise the slot's price becomes the word "
         f"{mb.SOLD_OUT_WORD} and its name stays. Save the board there with Ctrl+S (same file). Then, from your "
@@ -357,7 +384,6 @@ TASK = Task(
         Deliverable(PNG, "cli", description="~/print/menu-board.png (rendered by the shell)"),
         Deliverable(ORDER, "cli", description="~/print/print-order.json"),
     ),
-    rules=(GuiArtifactViaCli([BOARD], "the board must be edited and saved in Inkscape"),),
     withheld=("changes",),
     oracle=oracle,
     profile="full",
