@@ -244,28 +244,34 @@ def slot_sql(slot: int) -> str:
             f"LEFT JOIN seasonal s ON s.slot = d.slot AND s.season = '{mb.SEASON}' WHERE d.slot = {slot};")
 
 
-def _edit(ctx: OracleContext, page: list[int], slot: int, field: str, text: str) -> Iterator[ActionLike]:
-    """Click into the text (the text tool is on), select all of it, type the new text, leave it; retry (bounded)
-    until the text's pixels changed."""
-    x, y, anchor = mb.element_at(slot, field)
-    left, top = mb.to_screen(page, x - (160 if anchor == "end" else 0), y - mb.FONT)
-    right, bottom = mb.to_screen(page, x + (0 if anchor == "end" else 160), y + 6)
-    for _ in range(3):
+def _settled(ctx: OracleContext, page: list[int]) -> Iterator[ActionLike]:
+    """Wait steps until two observations in a row show the same board: Inkscape has caught up with the input
+    (a click that lands while it still works through earlier keys can miss the text and start a new one)."""
+    x, y, width, height = page
+    previous = None
+    for _ in range(WAIT_TRIES):
         assert ctx.obs is not None
-        before = ctx.obs["screen"][top:bottom, left:right].copy()
-        point = mb.ink_point(ctx.obs["screen"], page, slot, field)
-        if point is None:
-            yield {"kind": "wait", "seconds": 1}
-            continue
-        yield {"kind": "click", "x": point[0], "y": point[1]}
-        yield {"kind": "key", "keys": "ctrl+a"}
-        # Inkscape's text tool drops a typed space under xdotool-style input; Ctrl+Space's no-break space is
-        # what it inserts for one, and the board reads it as a space.
-        yield {"kind": "type", "text": text.replace(" ", "\u00a0")}
-        yield {"kind": "key", "keys": "Escape"}
-        yield from _wait_until(ctx, lambda s, old=before: not np.array_equal(s[top:bottom, left:right], old))
-        if not np.array_equal(ctx.obs["screen"][top:bottom, left:right], before):
+        now = ctx.obs["screen"][y:y + height, x:x + width]
+        if previous is not None and np.array_equal(now, previous):
             return
+        previous = now.copy()
+        yield {"kind": "wait", "seconds": 1}
+
+
+def _edit(ctx: OracleContext, page: list[int], slot: int, field: str, text: str) -> Iterator[ActionLike]:
+    """Once the board is still: click into the text (the text tool is on), select all of it, type the new text,
+    leave it. Whether it took is read back from the saved file (the oracle's read-back round)."""
+    yield from _settled(ctx, page)
+    assert ctx.obs is not None
+    point = mb.ink_point(ctx.obs["screen"], page, slot, field)
+    if point is None:
+        return
+    yield {"kind": "click", "x": point[0], "y": point[1]}
+    yield {"kind": "key", "keys": "ctrl+a"}
+    # Inkscape's text tool drops a typed space under xdotool-style input; Ctrl+Space's no-break space is
+    # what it inserts for one, and the board reads it as a space.
+    yield {"kind": "type", "text": text.replace(" ", "\u00a0")}
+    yield {"kind": "key", "keys": "Escape"}
 
 
 def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
