@@ -125,10 +125,16 @@ def _fit_page(ctx: SetupContext, ink: list[int]) -> list[int]:
                          what="the board drawn in Inkscape", max_poll=2.0)
         ctx.client.click(*point)
         ctx.client.key("5")
-        first = wait_for(lambda: mb.find_page(ctx.client.screenshot().image), 120, what="the whole page shown",
-                         max_poll=1.0)
-        page = wait_for(lambda: (lambda p: p if p == first else None)(mb.find_page(ctx.client.screenshot().image)),
-                        60, what="the page settled", max_poll=1.0)
+        seen: list[tuple[int, int, int, int] | None] = [None]
+
+        def settled() -> tuple[int, int, int, int] | None:
+            """The page's box once two screenshots in a row agree on it (the zoom and scroll bars have settled)."""
+            now = mb.find_page(ctx.client.screenshot().image)
+            same = now is not None and now == seen[-1]
+            seen.append(now)
+            return now if same else None
+
+        page = wait_for(settled, 180, what="the whole page shown, settled", max_poll=1.0)
     except TimeoutError as exc:
         raise TaskError(f"{ctx.task_id} setup: {exc}") from None
     return list(page)
