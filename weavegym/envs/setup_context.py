@@ -166,3 +166,27 @@ class SetupContext:
             raise TaskError(f"{self.task_id} setup: no window titled /{title_pattern}/ appeared within "
                             f"{timeout:.0f} s; mapped windows: {titles}; launch logs: {logs.strip()[-1500:]}"
                             ) from None
+
+    def place_window(self, window_id: int, at: tuple[int, int] | list[int], size: tuple[int, int] | None = None,
+                     timeout: float = 60.0) -> list[int]:
+        """Move (and size) a window to ``at`` and return its geometry once the window manager has done so.
+
+        Tasks with two windows side by side need it: a click meant for one must never land on the other, and the
+        window manager places a new window where it likes (and may take a while to honour the move under TCG).
+        The frame may sit a little right of or below ``at`` (its decorations), never above it.
+        """
+        command = ["env", "DISPLAY=:0", "xdotool"]
+        if size is not None:
+            command += ["windowsize", str(window_id), str(size[0]), str(size[1])]
+        self.run([*command, "windowmove", str(window_id), str(at[0]), str(at[1])], user=self.user)
+
+        def placed() -> list[int] | None:
+            found = next((w for w in self.client.list_windows(timeout=10)[0] if w.id == window_id), None)
+            if found is None or abs(found.x - at[0]) > 16 or found.y < at[1] - 4:
+                return None
+            return None if size is not None and found.width > size[0] + 16 else list(found.geometry)
+
+        try:
+            return wait_for(placed, timeout, what=f"window {window_id} moved to {tuple(at)}", max_poll=0.5)
+        except TimeoutError as exc:
+            raise TaskError(f"{self.task_id} setup: {exc}") from None

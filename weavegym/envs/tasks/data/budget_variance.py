@@ -61,8 +61,8 @@ def setup(ctx: SetupContext) -> Prepared:
     ctx.run(["env", "DISPLAY=:0", "xset", "r", "off"], user=ctx.user)
     board = _open_board(ctx, bb.chart(world))
     ctx.launch_gui(f"cd {FINANCE} && {{as_user}} gnumeric {WORKBOOK}", name="gnumeric")
-    sheet = _place(ctx, ctx.wait_window(SHEET_TITLE, timeout=400).id, GNUMERIC_AT, GNUMERIC_SIZE)
-    board = _place(ctx, board, BOARD_AT)
+    sheet = ctx.place_window(ctx.wait_window(SHEET_TITLE, timeout=400).id, GNUMERIC_AT, GNUMERIC_SIZE)
+    board = ctx.place_window(board, BOARD_AT)
     if board[0] + board[2] + 8 > sheet[0]:
         raise TaskError(f"{ctx.task_id} setup: the Board pack {board} and Gnumeric {sheet} overlap")
     first, last = bb.quarter_bounds(quarter)
@@ -92,26 +92,6 @@ def _open_board(ctx: SetupContext, chart: Mapping[str, Any]) -> int:
         raise TaskError(f"{ctx.task_id} setup: {exc}") from None
     ctx.run(["rm", "-f", PACK_IN])  # the window has read it: the budgets now live only on screen
     return window.id
-
-
-def _place(ctx: SetupContext, window_id: int, at: tuple[int, int], size: tuple[int, int] | None = None) -> list[int]:
-    """Move (and size) a window side by side with the other, and return its geometry once the WM has done so:
-    a click on one must never land on the other."""
-    command = ["env", "DISPLAY=:0", "xdotool"]
-    if size is not None:
-        command += ["windowsize", str(window_id), str(size[0]), str(size[1])]
-    ctx.run([*command, "windowmove", str(window_id), str(at[0]), str(at[1])], user=ctx.user)
-
-    def placed() -> list[int] | None:
-        found = next((w for w in ctx.client.list_windows(timeout=10)[0] if w.id == window_id), None)
-        if found is None or abs(found.x - at[0]) > 16 or found.y < at[1] - 4:
-            return None
-        return None if size is not None and found.width > size[0] + 16 else found.geometry
-
-    try:
-        return wait_for(placed, 60, what=f"window {window_id} moved to {at}", max_poll=0.5)
-    except TimeoutError as exc:
-        raise TaskError(f"{ctx.task_id} setup: {exc}") from None
 
 
 # -- the checker --------------------------------------------------------------------------------------------

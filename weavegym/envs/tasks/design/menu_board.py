@@ -26,7 +26,6 @@ from weavegym.core.deadline import wait_for
 from weavegym.core.errors import TaskError
 from weavegym.envs.setup_context import DESKTOP_USER, HOME, PRIVATE_DIR, SHARED_GROUP, WORKSPACE_USER, SetupContext
 from weavegym.envs.task import ActionLike, Channels, Deliverable, OracleContext, Prepared, Task
-from weavegym.envs.tasks.data.budget_variance import _place as place_window
 from weavegym.envs.tasks.data.sqlite_bytes import database_bytes
 from weavegym.envs.tasks.design import menu_books as mb
 from weavegym.evaluators import Clause, Probe, Verdict
@@ -58,7 +57,7 @@ def setup(ctx: SetupContext) -> Prepared:
     proof = _open_proof(ctx, w)
     ctx.launch_gui(f"cd {STUDIO} && {{as_user}} inkscape {BOARD}", name="inkscape")
     ink = _inkscape_window(ctx, ctx.wait_window(r"^menu-board\.svg - Inkscape$", timeout=400).id)
-    proof = place_window(ctx, proof, PROOF_AT)
+    proof = ctx.place_window(proof, PROOF_AT)
     if proof[0] + proof[2] + 8 > ink[0]:
         raise TaskError(f"{ctx.task_id} setup: the Menu proof {proof} and Inkscape {ink} overlap")
     page = _fit_page(ctx, ink)

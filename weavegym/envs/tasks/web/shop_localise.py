@@ -109,28 +109,10 @@ def setup(ctx: SetupContext) -> Prepared:
     ctx.write_file(f"{PROFILE}/xulstore.json", json.dumps({"chrome://browser/content/browser.xhtml": {"main-window": {
         "screenX": str(bx), "screenY": str(by + 30), "width": str(bw), "height": str(bh), "sizemode": "normal"}}}))
     browser = launch_firefox(ctx, f"http://127.0.0.1:{port}/", r"^Shop CMS — Mozilla Firefox$")
-    placed = _place(ctx, browser.id, shop.BROWSER_AT, shop.BROWSER_SIZE)
+    placed = ctx.place_window(browser.id, shop.BROWSER_AT, shop.BROWSER_SIZE)
     return Prepared(params={"port": port},
                     truth={"fixes": p["fixes"], "pages": p["pages"], "origin": f"http://127.0.0.1:{port}",
                            "board_at": list(board), "browser": placed, "tabs": shop.N_MARKETS})
-
-
-def _place(ctx: SetupContext, window_id: int, at: Sequence[int], size: Sequence[int]) -> list[int]:
-    """Move and size Firefox beside the board, and return its geometry once the window manager has done so: a
-    click on one must never land on the other."""
-    ctx.run(["env", "DISPLAY=:0", "xdotool", "windowsize", str(window_id), str(size[0]), str(size[1]),
-             "windowmove", str(window_id), str(at[0]), str(at[1])], user=ctx.user)
-
-    def placed() -> list[int] | None:
-        found = next((w for w in ctx.client.list_windows(timeout=10)[0] if w.id == window_id), None)
-        if found is None or abs(found.x - at[0]) > 16 or found.width > size[0] + 16:
-            return None
-        return list(found.geometry)
-
-    try:
-        return wait_for(placed, 60, what=f"Firefox moved to {at}", max_poll=0.5)
-    except TimeoutError as exc:
-        raise TaskError(f"{ctx.task_id} setup: {exc}") from None
 
 
 # ---- the checker -----------------------------------------------------------------------------------------------
