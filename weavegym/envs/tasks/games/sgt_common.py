@@ -201,9 +201,9 @@ def save_via_dialog(ctx: OracleContext, path: str, ups: int, *, refocus: tuple[i
 
     The puzzle window must have the focus. The path is typed only once the dialog shows on the screen: typed into
     the board it would be read as the game's own keys (u undoes, n starts a new game). Under load the menu or the
-    dialog can come too late; then Escape closes whatever is open, a click at ``refocus`` (a point on the puzzle
-    window's title bar) gives the window the focus back, and it starts again, at most ``attempts`` times.
-    Then it waits for the save file.
+    dialog can come too late; then Escape closes whatever is open, a click at ``refocus`` (a point of the puzzle
+    window where a click changes nothing, such as its title bar) gives the window the focus back, and it starts
+    again, at most ``attempts`` times. Then it waits for the save file.
     """
     for attempt in range(attempts):
         if attempt:
