@@ -19,12 +19,12 @@ import numpy as np
 import pytest
 
 from weavegym.core.deadline import wait_for
-from weavegym.core.trajectory import EpisodeEnd
 from weavegym.envs.tasks import pixel_font
 from weavegym.envs.tasks.data.sqlite_bytes import database_bytes
 from weavegym.envs.tasks.spatial import _yard as yd
 from weavegym.envs.tasks.spatial import container_yard as cy
 from weavegym.machine.guest_client import GuestClient
+from weavegym.testing.files_probe import FilesProbe
 from weavegym.testing.xvfb import XvfbDisplay
 
 
@@ -110,18 +110,6 @@ def test_the_shells_planner_reads_the_real_database_and_finds_the_truths_plan(se
 
 # ---- the clauses ---------------------------------------------------------------------------------------------
 
-class _Probe:
-    def __init__(self, files: Mapping[str, bytes]) -> None:
-        self.files, self.episode = files, EpisodeEnd(kind="done", answer="")
-
-    def read_bytes(self, path: str, max_bytes: int = 0) -> bytes | None:
-        return self.files.get(path)
-
-    def read_text(self, path: str, max_bytes: int = 0) -> str | None:
-        data = self.files.get(path)
-        return None if data is None else data.decode("utf-8", errors="replace")
-
-
 def _played(truth: Mapping[str, Any], plans: list[list[str]], codes: tuple[str, ...] = ("ABC234", "DEF567", "GHJ789")
             ) -> tuple[list[dict[str, Any]], str]:
     """The console's record and the report of the bays played with ``plans``."""
@@ -141,7 +129,7 @@ def _files(records: list[dict[str, Any]], report: str | None) -> dict[str, bytes
 
 
 def _outcomes(files: Mapping[str, bytes], truth: Mapping[str, Any]) -> tuple[str, str, str]:
-    probe = _Probe(files)
+    probe = FilesProbe(files)
     return (cy.check_sealed(probe, truth).outcome, cy.check_fewest(probe, truth).outcome,
             cy.check_report(probe, truth).outcome)
 
@@ -188,7 +176,7 @@ def test_a_record_that_stops_short_or_breaks_a_rule_is_not_in_order() -> None:
     short = [r for r in records if not (r["bay"] == 3 and "sealed" in r)]
     assert _outcomes(_files(short, report), truth)[0] == "partial"
     not_ordered = [r for r in records if not (r["bay"] == 2 and "move" in r)]
-    assert "not in loading order" in cy.check_sealed(_Probe(_files(not_ordered, report)), truth).evidence
+    assert "not in loading order" in cy.check_sealed(FilesProbe(_files(not_ordered, report)), truth).evidence
 
 
 def test_the_oracle_is_denied_the_yard_and_the_minimum() -> None:

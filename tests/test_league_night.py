@@ -17,13 +17,13 @@ from pathlib import Path
 import pytest
 
 from weavegym.core.deadline import wait_for
-from weavegym.core.trajectory import EpisodeEnd
 from weavegym.envs.tasks import pixel_font
 from weavegym.envs.tasks.games import league_night as ln
 from weavegym.envs.tasks.games.peg_solitaire import board_text, plan_jumps, replay
 from weavegym.envs.tasks.games.sgt_common import record, solver_command
 from weavegym.evaluators.scoring import Outcome
 from weavegym.machine.guest_client import GuestClient
+from weavegym.testing.files_probe import FilesProbe
 from weavegym.testing.xvfb import XvfbDisplay
 
 FIXTURES = Path(ln.__file__).parent / "fixtures"
@@ -38,18 +38,6 @@ def save_text(desc: str, moves: list[str]) -> str:
             ("PARAMS", "5x5random"), ("CPARAMS", "5x5random"), ("DESC", desc), ("NSTATES", str(len(moves) + 1)),
             ("STATEPOS", str(len(moves) + 1))]
     return "".join(record(k, v) for k, v in [*head, *(("MOVE", m) for m in moves)])
-
-
-class _Probe:
-    def __init__(self, files: Mapping[str, bytes]) -> None:
-        self.files, self.episode = files, EpisodeEnd(kind="done", answer="")
-
-    def read_bytes(self, path: str, max_bytes: int = 0) -> bytes | None:
-        return self.files.get(path)
-
-    def read_text(self, path: str, max_bytes: int = 0) -> str | None:
-        data = self.files.get(path)
-        return None if data is None else data.decode("utf-8", errors="replace")
 
 
 def _final(codes: tuple[str, ...] = ("ABCDEF", "GHJKLM", "NPQRST")) -> dict[str, bytes]:
@@ -69,7 +57,7 @@ def _final(codes: tuple[str, ...] = ("ABCDEF", "GHJKLM", "NPQRST")) -> dict[str,
 
 
 def _outcomes(files: Mapping[str, bytes]) -> dict[str, Outcome]:
-    probe = _Probe(files)
+    probe = FilesProbe(files)
     return {c.name: c.check(probe, TRUTH).outcome for c in ln.TASK.clauses}  # type: ignore[arg-type]
 
 

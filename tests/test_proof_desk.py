@@ -18,7 +18,6 @@ import numpy as np
 import pytest
 
 from weavegym.core.deadline import wait_for
-from weavegym.core.trajectory import EpisodeEnd
 from weavegym.envs.tasks import pixel_font
 from weavegym.envs.tasks.games import _proof_common as pc
 from weavegym.envs.tasks.games import _proof_oracle as po
@@ -27,6 +26,7 @@ from weavegym.envs.tasks.games.nonogram import clues, draw_puzzle, game_id, judg
 from weavegym.envs.tasks.games.sgt_common import record, solver_command
 from weavegym.evaluators.scoring import Outcome
 from weavegym.machine.guest_client import GuestClient
+from weavegym.testing.files_probe import FilesProbe
 from weavegym.testing.xvfb import XvfbDisplay
 
 FIXTURES = Path(pd.__file__).parent / "fixtures"
@@ -52,18 +52,6 @@ def fills(solution: str) -> list[str]:
     return [f"F{x},{y},1,1" for y, row in enumerate(solution.split("/")) for x, ch in enumerate(row) if ch == "#"]
 
 
-class _Probe:
-    def __init__(self, files: Mapping[str, bytes]) -> None:
-        self.files, self.episode = files, EpisodeEnd(kind="done", answer="")
-
-    def read_bytes(self, path: str, max_bytes: int = 0) -> bytes | None:
-        return self.files.get(path)
-
-    def read_text(self, path: str, max_bytes: int = 0) -> str | None:
-        data = self.files.get(path)
-        return None if data is None else data.decode("utf-8", errors="replace")
-
-
 def _final(slot: str = "ABC234", proof: bytes = SAVED) -> dict[str, bytes]:
     """The files of a week proofed right: the sound puzzle's proof, the desk's record and the print list."""
     records = [{"puzzle": 1, "verdict": "sound", "sha256": hashlib.sha256(proof).hexdigest(), "slot": slot},
@@ -74,7 +62,7 @@ def _final(slot: str = "ABC234", proof: bytes = SAVED) -> dict[str, bytes]:
 
 
 def _outcomes(files: Mapping[str, bytes]) -> dict[str, Outcome]:
-    probe = _Probe(files)
+    probe = FilesProbe(files)
     return {c.name: c.check(probe, TRUTH).outcome for c in pd.TASK.clauses}  # type: ignore[arg-type]
 
 
