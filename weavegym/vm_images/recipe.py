@@ -98,6 +98,9 @@ FULL_EXTRA_PACKAGES: tuple[str, ...] = (
     # a spreadsheet with its command-line converter (ssconvert), a waveform viewer with a Verilog
     # simulator, and a PDF viewer that annotates.
     "gnumeric", "gtkwave", "iverilog", "evince",
+    # A diagram editor with a command-line exporter (`dia -e`), a packet analyser's GUI with its CLI twin,
+    # and an audio editor with sox.
+    "dia", "wireshark-qt", "tshark", "audacity", "sox",
 )
 
 PROFILES: dict[str, dict[str, object]] = {

@@ -77,6 +77,18 @@ XSETTINGS=/etc/xdg/xfce4/xfconf/xfce-perchannel-xml/xsettings.xml
 if [ -f $XSETTINGS ]; then
   sed -i 's|name="CursorBlink" type="bool" value="true"|name="CursorBlink" type="bool" value="false"|' $XSETTINGS
 fi
+# XFCE's settings daemon switches key autorepeat back on from its keyboards channel (default: on); the
+# session script turns it off for openbox.
+if [ -d /etc/xdg/xfce4/xfconf/xfce-perchannel-xml ]; then
+  cat > /etc/xdg/xfce4/xfconf/xfce-perchannel-xml/keyboards.xml <<'XML'
+<?xml version="1.0" encoding="UTF-8"?>
+<channel name="keyboards" version="1.0">
+  <property name="Default" type="empty">
+    <property name="KeyRepeat" type="bool" value="false"/>
+  </property>
+</channel>
+XML
+fi
 
 cat > /etc/weavegym-session.conf <<CONF
 DESKTOP_USER=$DESKTOP_USER
