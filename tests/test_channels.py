@@ -8,6 +8,7 @@ desktop side, opening X to the shell or doing command-line work in a terminal wi
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 
@@ -112,6 +113,8 @@ def test_x_tools_and_the_clipboard_are_refused_to_the_shell(vm: LibvirtVM, shell
     assert "Permission denied" in cookie.text
     # The desktop account still reaches X, which is what GUI apps and setup's launches rely on.
     assert vm.client.exec("xset q >/dev/null; echo rc=$?", user="user").stdout.strip() == "rc=0"
+    # The session turns key autorepeat off: under load a stalled guest would otherwise repeat a pressed key.
+    assert re.search(r"auto repeat:\s+off", vm.client.exec("xset q", user="user").stdout)
 
 
 def test_the_shell_cannot_touch_the_desktop_accounts_processes(vm: LibvirtVM, shell: ShellSession) -> None:

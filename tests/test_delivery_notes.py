@@ -17,6 +17,7 @@ from PIL import Image
 
 from weavegym.envs.tasks.docs import _delivery_scan as scan
 from weavegym.envs.tasks.docs import delivery_notes as dn
+from weavegym.testing.files_probe import FilesProbe
 
 SAMPLE = Path(__file__).parent / "data" / "evince_notes.pdf"  # two pages, two notes, saved by Evince 43.1
 
@@ -119,25 +120,6 @@ def test_pdf_dates_with_zones() -> None:
     assert scan.pdf_date("yesterday") is None
 
 
-class _Probe:
-    """The reads the clauses make, from dicts of file bytes and texts."""
-
-    def __init__(self, files: Mapping[str, bytes | str]) -> None:
-        self.files = files
-
-    def read_bytes(self, path: str) -> bytes | None:
-        value = self.files.get(path)
-        return value.encode() if isinstance(value, str) else value
-
-    def read_text(self, path: str) -> str | None:
-        value = self.files.get(path)
-        return value.decode() if isinstance(value, bytes) else value
-
-    def sha256(self, path: str) -> str | None:
-        data = self.read_bytes(path)
-        return None if data is None else hashlib.sha256(data).hexdigest()
-
-
 def _annotated(pages: list[np.ndarray], notes: Mapping[int, str], when: str = "D:20261204184131Z") -> bytes:
     """The scan with text notes appended by pypdf the way Evince stores them (UTF-16BE /Contents, /M)."""
     writer = pypdf.PdfWriter(clone_from=pypdf.PdfReader(io.BytesIO(scan.pdf_bytes(pages))))
@@ -177,34 +159,34 @@ def test_the_clauses_pass_the_right_work_and_fail_wrong_or_stale_work() -> None:
     saved = _annotated(pages, texts)
     digest = hashlib.sha256(saved).hexdigest()
     register = ", ".join(truth["accepted"]) + "|" + ",".join(truth["disputed"]).lower() + "\n"
-    good = _Probe({saved_path: saved, dn.CLAIMS: _claims(truth["claims"], digest), dn.ANSWER: register})
+    good = FilesProbe({saved_path: saved, dn.CLAIMS: _claims(truth["claims"], digest), dn.ANSWER: register})
     for check in (dn.check_copy, dn.check_noted_pages, dn.check_note_texts, dn.check_claims, dn.check_checksum,
                   dn.check_register):
         assert check(good, truth).outcome == "satisfied", (check.__name__, check(good, truth).evidence)
 
     first = next(iter(texts))
     wrong_text = _annotated(pages, {**texts, first: texts[first].replace("/", "-")})
-    assert dn.check_note_texts(_Probe({saved_path: wrong_text}), truth).outcome == "partial"
+    assert dn.check_note_texts(FilesProbe({saved_path: wrong_text}), truth).outcome == "partial"
     shouted = _annotated(pages, {**texts, first: texts[first].upper()})  # not as the database spells the name
-    assert dn.check_note_texts(_Probe({saved_path: shouted}), truth).outcome == "partial"
+    assert dn.check_note_texts(FilesProbe({saved_path: shouted}), truth).outcome == "partial"
     extra_page = _annotated(pages, {**texts, 1: "cover"})
-    assert dn.check_noted_pages(_Probe({saved_path: extra_page}), truth).outcome == "failed"
+    assert dn.check_noted_pages(FilesProbe({saved_path: extra_page}), truth).outcome == "failed"
     stale = _annotated(pages, texts, when="D:20261101000000Z")  # made before this episode's setup
-    assert dn.check_noted_pages(_Probe({saved_path: stale}), truth).outcome == "failed"
+    assert dn.check_noted_pages(FilesProbe({saved_path: stale}), truth).outcome == "failed"
     other = _pages(_world(1))
     other_scan = _annotated(other, {p: t for p, t in texts.items() if p <= len(other)})
-    assert dn.check_copy(_Probe({saved_path: other_scan}), truth).outcome == "failed"
-    assert dn.check_copy(_Probe({}), truth).outcome == "failed"
+    assert dn.check_copy(FilesProbe({saved_path: other_scan}), truth).outcome == "failed"
+    assert dn.check_copy(FilesProbe({}), truth).outcome == "failed"
 
-    stale_sum = _Probe({saved_path: saved, dn.CLAIMS: _claims(truth["claims"], "0" * 64)})
+    stale_sum = FilesProbe({saved_path: saved, dn.CLAIMS: _claims(truth["claims"], "0" * 64)})
     assert dn.check_checksum(stale_sum, truth).outcome == "failed"
-    short = _Probe({dn.CLAIMS: _claims(truth["claims"][1:], digest)})
+    short = FilesProbe({dn.CLAIMS: _claims(truth["claims"][1:], digest)})
     assert dn.check_claims(short, truth).outcome == "partial"
     wrong_kind = [[*row[:6], "short" if row[6] != "short" else "over"] for row in truth["claims"]]
-    assert dn.check_claims(_Probe({dn.CLAIMS: _claims(wrong_kind, digest)}), truth).outcome == "failed"
+    assert dn.check_claims(FilesProbe({dn.CLAIMS: _claims(wrong_kind, digest)}), truth).outcome == "failed"
     swapped = ",".join(truth["disputed"]) + "|" + ",".join(truth["accepted"]) + "\n"
-    assert dn.check_register(_Probe({dn.ANSWER: swapped}), truth).outcome == "failed"
-    assert dn.check_register(_Probe({}), truth).outcome == "failed"
+    assert dn.check_register(FilesProbe({dn.ANSWER: swapped}), truth).outcome == "failed"
+    assert dn.check_register(FilesProbe({}), truth).outcome == "failed"
 
 
 def test_the_order_query_output_is_parsed_with_names_that_hold_separators_of_their_own() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from weavegym.machine.backends.libvirt_vm import LibvirtConfig, LibvirtVM
@@ -18,6 +20,11 @@ def test_full_profile_boots_to_a_drawn_xfce_desktop_and_resets() -> None:
         frame = vm.client.screenshot(hide_cursor=True).image
         assert frame.shape == (720, 1280, 3)
         assert frame.std() > 10, "the ready snapshot caught an undrawn (uniform) desktop"
+        # XFCE's settings daemon applies its keyboards channel on start: the image's default keeps autorepeat
+        # off (a stalled guest must not turn a press into a run of characters).
+        assert re.search(r"auto repeat:\s+off", vm.client.exec("xset q", user="user").stdout)
+        for app in ("dia", "tshark", "wireshark", "audacity", "sox"):  # the task suite v2's newest apps
+            assert vm.client.exec(f"command -v {app}").stdout.strip(), app
         vm.client.exec("echo x > /home/user/full.txt", user="user")
         vm.reset()
         assert not vm.client.stat("/home/user/full.txt").exists

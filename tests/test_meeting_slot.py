@@ -16,11 +16,11 @@ import numpy as np
 import pytest
 
 from weavegym.core.deadline import wait_for
-from weavegym.core.trajectory import EpisodeEnd
 from weavegym.envs.tasks import pixel_font
 from weavegym.envs.tasks.productivity import _calendars as cal
 from weavegym.envs.tasks.productivity import meeting_slot as ms
 from weavegym.machine.guest_client import GuestClient
+from weavegym.testing.files_probe import FilesProbe
 from weavegym.testing.xvfb import XvfbDisplay
 
 FIXTURE = Path(ms.__file__).parent / "fixtures" / "booking_board.py"
@@ -148,17 +148,6 @@ def test_the_bookings_read_back_exactly_from_the_screen(seed: int) -> None:
         assert per_day <= ms.LINES
 
 
-class _Probe:
-    """The two reads the clauses make: the episode's end and a file's text."""
-
-    def __init__(self, answer: str, files: Mapping[str, str] | None = None) -> None:
-        self.episode = EpisodeEnd("done", answer, "")
-        self.files = files or {}
-
-    def read_text(self, path: str) -> str | None:
-        return self.files.get(path)
-
-
 def _truth(world: Mapping[str, Any]) -> dict[str, Any]:
     slots = world["slots"]
     return {"kind": world["kind"], "offset": world["offset"], "room": world["room"], "minutes": world["minutes"],
@@ -182,12 +171,12 @@ def test_the_oracles_program_on_the_real_files_gives_the_truth(tmp_path: Path, s
         return ms.spoken(world["kind"], ms.parse_output(done.stdout.replace("\n", "\r\n"))), invite.read_text()
 
     answer, written = run(world["window"]["room"])
-    assert ms.check_answer(_Probe(answer), truth).outcome == "satisfied"
-    assert ms.check_invite(_Probe("", {ms.INVITE: written}), truth).outcome == "satisfied"
+    assert ms.check_answer(FilesProbe.answered(answer), truth).outcome == "satisfied"
+    assert ms.check_invite(FilesProbe.answered("", {ms.INVITE: written}), truth).outcome == "satisfied"
     # Without the room's bookings (a shell-only agent): the answer and the invitation are wrong.
     alone, written = run([])
-    assert ms.check_answer(_Probe(alone), truth).outcome == "failed"
-    assert ms.check_invite(_Probe("", {ms.INVITE: written}), truth).outcome == "failed"
+    assert ms.check_answer(FilesProbe.answered(alone), truth).outcome == "failed"
+    assert ms.check_invite(FilesProbe.answered("", {ms.INVITE: written}), truth).outcome == "failed"
 
 
 @pytest.mark.parametrize(("kind", "expected", "right", "wrong"), [
@@ -200,15 +189,15 @@ def test_the_oracles_program_on_the_real_files_gives_the_truth(tmp_path: Path, s
 def test_answers_are_normalised_and_wrong_ones_fail(kind: str, expected: Any, right: list[str],
                                                     wrong: list[str]) -> None:
     truth = {"kind": kind, "answer": expected, "offset": 180}
-    assert all(ms.check_answer(_Probe(a), truth).outcome == "satisfied" for a in right)
-    assert all(ms.check_answer(_Probe(a), truth).outcome == "failed" for a in wrong)
+    assert all(ms.check_answer(FilesProbe.answered(a), truth).outcome == "satisfied" for a in right)
+    assert all(ms.check_answer(FilesProbe.answered(a), truth).outcome == "failed" for a in wrong)
 
 
 def test_the_answer_that_ignores_the_room_fails_on_every_kind() -> None:
     for seed in (0, 1, 2):
         world = _world(seed)
         alone = cal.answer_of(world["kind"], world["alone"])
-        assert ms.check_answer(_Probe(str(alone)), _truth(world)).outcome == "failed"
+        assert ms.check_answer(FilesProbe.answered(str(alone)), _truth(world)).outcome == "failed"
 
 
 INVITE = ("BEGIN:VCALENDAR\r\nVERSION:2.0\r\nBEGIN:VEVENT\r\nDTSTART:20261208T113000Z\r\n{end}\r\n"
@@ -221,7 +210,7 @@ def test_the_invitation_needs_the_start_the_length_the_room_and_the_attendees() 
              "emails": ["ana@x.example", "bo@x.example"]}
 
     def outcome(text: str | None) -> str:
-        return ms.check_invite(_Probe("", {} if text is None else {ms.INVITE: text}), truth).outcome
+        return ms.check_invite(FilesProbe.answered("", {} if text is None else {ms.INVITE: text}), truth).outcome
 
     assert outcome(INVITE.format(end="DTEND:20261208T121500Z")) == "satisfied"
     assert outcome(INVITE.format(end="DURATION:PT45M")) == "satisfied"
@@ -241,7 +230,7 @@ def test_the_hold_must_be_the_earliest_slot_in_the_room_for_the_length() -> None
 
     def outcome(*records: Mapping[str, Any]) -> str:
         text = "".join(json.dumps(r) + "\n" for r in records)
-        return ms.check_hold(_Probe("", {ms.RECORD: text} if records else {}), truth).outcome
+        return ms.check_hold(FilesProbe.answered("", {ms.RECORD: text} if records else {}), truth).outcome
 
     assert outcome(good) == "satisfied"
     assert outcome({**good, "start": "14:45"}, good) == "satisfied"  # the last hold counts

@@ -21,7 +21,6 @@ import pytest
 from PIL import Image
 
 from weavegym.core.deadline import wait_for
-from weavegym.core.trajectory import EpisodeEnd
 from weavegym.envs.setup_context import DESKTOP_USER, WORKSPACE_USER
 from weavegym.envs.tasks import pixel_font
 from weavegym.envs.tasks.data.sqlite_bytes import database_bytes
@@ -30,6 +29,7 @@ from weavegym.envs.tasks.web import refund_desk as task
 from weavegym.envs.tasks.web._portal import RECORDS
 from weavegym.evaluators.scoring import Outcome
 from weavegym.machine.guest_client import GuestClient
+from weavegym.testing.files_probe import FilesProbe
 from weavegym.testing.xvfb import XvfbDisplay
 
 ORIGIN = "http://127.0.0.1:8123"
@@ -105,18 +105,6 @@ def test_receipts_read_back_exactly_off_a_screen_sized_picture() -> None:
 
 # ---- the clauses on fake final states ----------------------------------------------------------------------
 
-class _Probe:
-    def __init__(self, files: Mapping[str, bytes]) -> None:
-        self.files, self.episode = files, EpisodeEnd(kind="done", answer="")
-
-    def read_bytes(self, path: str, max_bytes: int = 0) -> bytes | None:
-        return self.files.get(path)
-
-    def read_text(self, path: str, *_: Any, **__: Any) -> str | None:
-        data = self.files.get(path)
-        return None if data is None else data.decode()
-
-
 def _jsonl(records: list[dict[str, Any]]) -> bytes:
     return "".join(json.dumps(r) + "\n" for r in records).encode()
 
@@ -145,7 +133,7 @@ def _state(seed: int, tmp_path: Path, client: str = DESKTOP_USER) -> dict[str, b
 
 
 def _outcomes(files: Mapping[str, bytes], truth: Mapping[str, Any]) -> dict[str, Outcome]:
-    probe = _Probe(files)
+    probe = FilesProbe(files)
     return {c.name: c.check(probe, truth).outcome for c in task.TASK.clauses}  # type: ignore[arg-type]
 
 

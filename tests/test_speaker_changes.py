@@ -18,12 +18,12 @@ import numpy as np
 import pytest
 
 from weavegym.core.deadline import wait_for
-from weavegym.core.trajectory import EpisodeEnd
 from weavegym.envs.tasks import pixel_font
 from weavegym.envs.tasks.productivity import _badge_desk as bd
 from weavegym.envs.tasks.productivity import speaker_changes as sc
 from weavegym.evaluators.scoring import Outcome
 from weavegym.machine.guest_client import GuestClient
+from weavegym.testing.files_probe import FilesProbe
 from weavegym.testing.xvfb import XvfbDisplay
 
 FIXTURES = Path(sc.__file__).parent / "fixtures"
@@ -141,21 +141,13 @@ def _oracle_offline(seed: int, home: Path, skip: int | None = None) -> list[dict
     return records
 
 
-class _Probe:
-    def __init__(self, files: Mapping[str, bytes]) -> None:
-        self.files, self.episode = files, EpisodeEnd(kind="done", answer="")
-
-    def read_bytes(self, path: str, max_bytes: int = 0) -> bytes | None:
-        return self.files.get(path)
-
-
 def _files(home: Path, records: list[dict[str, Any]]) -> dict[str, bytes]:
     lines = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
     return {sc.RECORD: lines.encode(), sc.HANDOUT: (home / "outbox" / "programme.txt").read_bytes()}
 
 
 def _outcomes(files: Mapping[str, bytes], truth: Mapping[str, Any]) -> dict[str, Outcome]:
-    probe = _Probe(files)
+    probe = FilesProbe(files)
     return {c.name: c.check(probe, truth).outcome for c in sc.TASK.clauses}  # type: ignore[arg-type]
 
 

@@ -18,11 +18,11 @@ import numpy as np
 import pytest
 
 from weavegym.core.deadline import wait_for
-from weavegym.core.trajectory import EpisodeEnd
 from weavegym.envs.tasks import pixel_font
 from weavegym.envs.tasks.docs import _metering as m
 from weavegym.envs.tasks.docs import supply_amendment as sa
 from weavegym.machine.guest_client import GuestClient
+from weavegym.testing.files_probe import FilesProbe
 from weavegym.testing.xvfb import XvfbDisplay
 
 FIXTURE = Path(sa.__file__).parent / "fixtures" / "document_viewer.py"
@@ -139,25 +139,14 @@ def test_the_oracles_program_on_the_real_files_gives_the_truth(tmp_path: Path, s
 
     output = run(world["amendment"])
     assert len(output["rows"]) == len(world["sites"])
-    assert sa.check_answer(_Probe(sa.spoken(kind, output)), truth).outcome == "satisfied"
-    assert sa.check_table(_Probe("", {sa.TABLE: out.read_text()}), truth).outcome == "satisfied"
+    assert sa.check_answer(FilesProbe.answered(sa.spoken(kind, output)), truth).outcome == "satisfied"
+    assert sa.check_table(FilesProbe.answered("", {sa.TABLE: out.read_text()}), truth).outcome == "satisfied"
     approval = json.dumps({"amount": output["total"], "pages_viewed": [1, 2]})
-    assert sa.check_approval(_Probe("", {sa.RECORD: approval}), truth).outcome == "satisfied"
+    assert sa.check_approval(FilesProbe.answered("", {sa.RECORD: approval}), truth).outcome == "satisfied"
     # Without the amendment (a shell-only agent): every part is wrong.
     alone = run(None)
-    assert sa.check_answer(_Probe(sa.spoken(kind, alone)), truth).outcome != "satisfied"
-    assert sa.check_table(_Probe("", {sa.TABLE: out.read_text()}), truth).outcome == "failed"
-
-
-class _Probe:
-    """The two reads the clauses make: the episode's end and a file's text."""
-
-    def __init__(self, answer: str, files: Mapping[str, str] | None = None) -> None:
-        self.episode = EpisodeEnd("done", answer, "")
-        self.files = files or {}
-
-    def read_text(self, path: str) -> str | None:
-        return self.files.get(path)
+    assert sa.check_answer(FilesProbe.answered(sa.spoken(kind, alone)), truth).outcome != "satisfied"
+    assert sa.check_table(FilesProbe.answered("", {sa.TABLE: out.read_text()}), truth).outcome == "failed"
 
 
 @pytest.mark.parametrize(("kind", "expected", "right", "wrong"), [
@@ -170,8 +159,8 @@ class _Probe:
 def test_answers_are_normalised_and_wrong_ones_fail(kind: str, expected: Any, right: list[str],
                                                     wrong: list[str]) -> None:
     truth = {"kind": kind, "answer": expected}
-    assert all(sa.check_answer(_Probe(a), truth).outcome == "satisfied" for a in right)
-    assert all(sa.check_answer(_Probe(a), truth).outcome != "satisfied" for a in wrong)
+    assert all(sa.check_answer(FilesProbe.answered(a), truth).outcome == "satisfied" for a in right)
+    assert all(sa.check_answer(FilesProbe.answered(a), truth).outcome != "satisfied" for a in wrong)
     assert dt.date.fromisoformat("2026-09-14")  # the cap's truth is an ISO date the clause parses
 
 
@@ -179,17 +168,17 @@ def test_the_table_and_the_approval_need_every_site_and_the_amount() -> None:
     table = {"MTR-1": [10.0, 20.0, 3.0, 4.0, 7.0], "MTR-2": [1.5, 2.25, 3.0, 0.5, 3.5]}
     truth = {"table": table, "total": 10.5}
     good = ",".join(sa.COLUMNS) + "\nMTR-1,10.000,20.000,3.00,4.00,7.00\nMTR-2,1.500,2.250,3.00,0.50,3.50\n"
-    assert sa.check_table(_Probe("", {sa.TABLE: good}), truth).outcome == "satisfied"
-    assert sa.check_table(_Probe("", {sa.TABLE: good.replace("7.00", "7.10")}), truth).outcome == "partial"
-    assert sa.check_table(_Probe("", {sa.TABLE: good + "MTR-3,1,1,1,1,2\n"}), truth).outcome == "partial"
+    assert sa.check_table(FilesProbe.answered("", {sa.TABLE: good}), truth).outcome == "satisfied"
+    assert sa.check_table(FilesProbe.answered("", {sa.TABLE: good.replace("7.00", "7.10")}), truth).outcome == "partial"
+    assert sa.check_table(FilesProbe.answered("", {sa.TABLE: good + "MTR-3,1,1,1,1,2\n"}), truth).outcome == "partial"
     with pytest.raises(ValueError):
-        sa.check_table(_Probe("", {sa.TABLE: "site,total\nMTR-1,7\n"}), truth)
-    assert sa.check_table(_Probe(""), truth).outcome == "failed"
+        sa.check_table(FilesProbe.answered("", {sa.TABLE: "site,total\nMTR-1,7\n"}), truth)
+    assert sa.check_table(FilesProbe.answered(""), truth).outcome == "failed"
     for amount, outcome in (("10.50", "satisfied"), ("EUR 10.5", "satisfied"), ("10.52", "failed"),
                             ("", "failed")):
         record = json.dumps({"amount": amount, "pages_viewed": [1]})
-        assert sa.check_approval(_Probe("", {sa.RECORD: record}), truth).outcome == outcome, amount
-    assert sa.check_approval(_Probe(""), truth).outcome == "failed"
+        assert sa.check_approval(FilesProbe.answered("", {sa.RECORD: record}), truth).outcome == outcome, amount
+    assert sa.check_approval(FilesProbe.answered(""), truth).outcome == "failed"
 
 
 def test_the_oracle_is_denied_everything_only_the_scan_shows() -> None:

@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 from weavegym.core.deadline import wait_for
-from weavegym.core.trajectory import EpisodeEnd
 from weavegym.envs.tasks import pixel_font
 from weavegym.envs.tasks.games import tournament_tiebreak as t
 from weavegym.machine.guest_client import GuestClient
+from weavegym.testing.files_probe import FilesProbe
 from weavegym.testing.xvfb import XvfbDisplay
 
 FIXTURES = Path(t.__file__).parent / "fixtures"
@@ -138,25 +138,15 @@ def test_the_oracle_program_on_the_arbiters_files(tmp_path: Path, seed: int) -> 
     assert rows == tour["rows"]
     truth = {"kind": kind, "answer": tour["answer"], "standings": tour["rows"], "winner": tour["rows"][0][1]}
     said = t.spoken(kind, rows, tour["subject"])
-    assert t.check_answer(_Probe(said, {}), truth).outcome == "satisfied"
-    assert t.check_standings(_Probe("", {t.STANDINGS: out.read_text()}), truth).outcome == "satisfied"
+    assert t.check_answer(FilesProbe.answered(said, {}), truth).outcome == "satisfied"
+    assert t.check_standings(FilesProbe.answered("", {t.STANDINGS: out.read_text()}), truth).outcome == "satisfied"
     # Without the board's round (a shell-only agent), the answer is wrong.
     alone = subprocess.run([sys.executable, "-c", t.compute_program([], str(tmp_path), str(out))],
                            capture_output=True, text=True, check=True)
     wrong = t.spoken(kind, t.parse_rows(alone.stdout), tour["subject"])
-    assert t.check_answer(_Probe(wrong, {}), truth).outcome != "satisfied"  # top3: maybe the right names, reordered
-    assert t.check_standings(_Probe("", {t.STANDINGS: out.read_text()}), truth).outcome != "satisfied"
-
-
-class _Probe:
-    """The two reads the clauses make: the episode's end and a file's text."""
-
-    def __init__(self, answer: str, files: dict[str, str]) -> None:
-        self.episode = EpisodeEnd("done", answer, "")
-        self.files = files
-
-    def read_text(self, path: str) -> str | None:
-        return self.files.get(path)
+    # top3: maybe the right names, reordered
+    assert t.check_answer(FilesProbe.answered(wrong, {}), truth).outcome != "satisfied"
+    assert t.check_standings(FilesProbe.answered("", {t.STANDINGS: out.read_text()}), truth).outcome != "satisfied"
 
 
 TRUTHS = {"winner": ("Lindqvist", ["Lindqvist", "<answer>lindqvist</answer>"], ["Novak", ""]),
@@ -169,18 +159,19 @@ TRUTHS = {"winner": ("Lindqvist", ["Lindqvist", "<answer>lindqvist</answer>"], [
 def test_answers_are_normalised_and_wrong_ones_fail(kind: str) -> None:
     expected, right, wrong = TRUTHS[kind]
     truth = {"kind": kind, "answer": expected}
-    assert all(t.check_answer(_Probe(a, {}), truth).outcome == "satisfied" for a in right)
-    assert all(t.check_answer(_Probe(a, {}), truth).outcome != "satisfied" for a in wrong)
+    assert all(t.check_answer(FilesProbe.answered(a, {}), truth).outcome == "satisfied" for a in right)
+    assert all(t.check_answer(FilesProbe.answered(a, {}), truth).outcome != "satisfied" for a in wrong)
 
 
 def test_certificate_and_standings_header() -> None:
     truth = {"winner": "Park", "standings": [[1, "Park", 4.0, 17.5, 16.5, 10.25, 3]]}
     record = '{"winner": "Park", "note": "first on tiebreak"}\n'
-    assert t.check_certified(_Probe("", {t.RECORD: record}), truth).outcome == "satisfied"
-    assert t.check_certified(_Probe("", {t.RECORD: record.replace("Park", "Varga")}), truth).outcome == "failed"
-    assert t.check_certified(_Probe("", {}), truth).outcome == "failed"
+    assert t.check_certified(FilesProbe.answered("", {t.RECORD: record}), truth).outcome == "satisfied"
+    other = record.replace("Park", "Varga")
+    assert t.check_certified(FilesProbe.answered("", {t.RECORD: other}), truth).outcome == "failed"
+    assert t.check_certified(FilesProbe.answered("", {}), truth).outcome == "failed"
     good = ",".join(t.HEADER) + "\n1,Park,4,17.5,16.5,10.25,3\n"
-    assert t.check_standings(_Probe("", {t.STANDINGS: good}), truth).outcome == "satisfied"
+    assert t.check_standings(FilesProbe.answered("", {t.STANDINGS: good}), truth).outcome == "satisfied"
     with pytest.raises(ValueError):
         t.parse_standings("player,points\nPark,4\n")
 

@@ -24,6 +24,7 @@ from weavegym.envs.tasks.devops import waveform_oracle as wo
 from weavegym.envs.tasks.devops import waveform_review as wr
 from weavegym.envs.tasks.pixel_font import read_text
 from weavegym.machine.guest_client import GuestClient
+from weavegym.testing.files_probe import FilesProbe
 from weavegym.testing.xvfb import XvfbDisplay
 
 FIXTURES = Path(wr.__file__).parent / "fixtures"
@@ -38,14 +39,6 @@ def _spec(design: rtl.Design) -> dict[str, str]:
     rows = rtl.rows(rtl.run(design.good, design.visible))
     rows["req"] = "".join(str(r) for r in design.visible)
     return rows
-
-
-class _Probe:
-    def __init__(self, files: Mapping[str, str]) -> None:
-        self.files = files
-
-    def read_text(self, path: str) -> str | None:
-        return self.files.get(path)
 
 
 def test_seeds_vary_the_junction_the_durations_and_the_bug() -> None:
@@ -201,7 +194,7 @@ def test_the_review_needs_gtkwave_the_right_vcd_the_failing_output_and_the_marke
     sample = SAMPLE.read_text()
 
     def outcome(text: str | None, path: str = wr.BEFORE) -> str:
-        return wr.check_before(_Probe({} if text is None else {path: text}), truth).outcome  # type: ignore[arg-type]
+        return wr.check_before(FilesProbe({} if text is None else {path: text}), truth).outcome  # type: ignore[arg-type]
 
     assert outcome(sample) == "satisfied"
     assert outcome(None) == "failed"
@@ -210,14 +203,14 @@ def test_the_review_needs_gtkwave_the_right_vcd_the_failing_output_and_the_marke
     assert outcome(sample.replace("before.vcd", "after.vcd")) == "failed"
     assert outcome(sample.replace("tb.ew_light[1:0]\n", "")) == "failed"
     assert outcome(sample.replace("[*] GTKWave Analyzer", "[*] Hand made")) == "failed"
-    assert wr.check_after(_Probe({wr.AFTER: sample}), truth).outcome == "failed"  # type: ignore[arg-type]
+    assert wr.check_after(FilesProbe({wr.AFTER: sample}), truth).outcome == "failed"  # type: ignore[arg-type]
 
 
 def test_the_report_names_the_cycle_and_a_failing_output() -> None:
     truth = {"repo": "/r", "module": "m", "cycle": 9, "signals": ["ns_light", "walk"]}
 
     def outcome(text: str) -> str:
-        return wr.check_report(_Probe({"/r/REVIEW.txt": text}), truth).outcome  # type: ignore[arg-type]
+        return wr.check_report(FilesProbe({"/r/REVIEW.txt": text}), truth).outcome  # type: ignore[arg-type]
 
     assert outcome("cycle: 9\nsignal: walk\n") == "satisfied"
     assert outcome("Cycle = 9\nsignal: tb.dut.ns_light[1:0]\n") == "satisfied"
