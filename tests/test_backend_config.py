@@ -58,3 +58,17 @@ def test_vsock_transport_is_refused_clearly_without_vhost_vsock(tmp_path: Path) 
     with pytest.raises(HostSetupError, match="vhost-vsock"):
         LibvirtVM(LibvirtConfig(transport="vsock", cache_dir=tmp_path)).start()
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.unit
+def test_the_boot_deadline_comes_from_the_environment_and_bad_values_are_refused(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("WEAVEGYM_BOOT_TIMEOUT_S", raising=False)
+    assert LibvirtConfig().boot_timeout_s == 300.0
+    monkeypatch.setenv("WEAVEGYM_BOOT_TIMEOUT_S", "1200")
+    assert LibvirtConfig().boot_timeout_s == 1200.0
+    assert LibvirtConfig(boot_timeout_s=42.0).boot_timeout_s == 42.0  # an explicit config still wins
+    for bad in ("ten minutes", "0", "-5", "inf", "nan"):
+        monkeypatch.setenv("WEAVEGYM_BOOT_TIMEOUT_S", bad)
+        with pytest.raises(HostSetupError, match="WEAVEGYM_BOOT_TIMEOUT_S"):
+            LibvirtConfig()

@@ -5,8 +5,32 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from weavegym.core.errors import HostSetupError
+
+DEFAULT_BOOT_TIMEOUT_S = 300.0
+
 
 def default_cache_dir() -> Path:
     """``$WEAVEGYM_CACHE_DIR``, else ``~/.cache/weavegym``."""
     override = os.environ.get("WEAVEGYM_CACHE_DIR")
     return Path(override) if override else Path.home() / ".cache" / "weavegym"
+
+
+def default_boot_timeout() -> float:
+    """``$WEAVEGYM_BOOT_TIMEOUT_S``, else 300 s: how long a cold boot may take to reach a drawn desktop.
+
+    Under TCG a cold boot takes about 90 s on an idle 2-core host, but several times that when other VMs share
+    the cores (six at once here took over 300 s for the full image). The boot is a wait on a condition, so a
+    longer deadline costs nothing when the host is idle; a host that runs many VMs raises it here rather than
+    in every config.
+    """
+    raw = os.environ.get("WEAVEGYM_BOOT_TIMEOUT_S")
+    if raw is None or not raw.strip():
+        return DEFAULT_BOOT_TIMEOUT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        raise HostSetupError(f"WEAVEGYM_BOOT_TIMEOUT_S={raw!r} is not a number of seconds") from None
+    if not 0 < value < 86400:
+        raise HostSetupError(f"WEAVEGYM_BOOT_TIMEOUT_S={raw!r} must be between 0 and 86400 seconds")
+    return value
