@@ -61,14 +61,18 @@ def test_vsock_transport_is_refused_clearly_without_vhost_vsock(tmp_path: Path) 
 
 
 @pytest.mark.unit
-def test_the_boot_deadline_comes_from_the_environment_and_bad_values_are_refused(
+def test_the_boot_and_reset_deadlines_come_from_the_environment_and_bad_values_are_refused(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("WEAVEGYM_BOOT_TIMEOUT_S", raising=False)
     assert LibvirtConfig().boot_timeout_s == 300.0
     monkeypatch.setenv("WEAVEGYM_BOOT_TIMEOUT_S", "1200")
     assert LibvirtConfig().boot_timeout_s == 1200.0
     assert LibvirtConfig(boot_timeout_s=42.0).boot_timeout_s == 42.0  # an explicit config still wins
-    for bad in ("ten minutes", "0", "-5", "inf", "nan"):
-        monkeypatch.setenv("WEAVEGYM_BOOT_TIMEOUT_S", bad)
-        with pytest.raises(HostSetupError, match="WEAVEGYM_BOOT_TIMEOUT_S"):
-            LibvirtConfig()
+    monkeypatch.setenv("WEAVEGYM_RESET_TIMEOUT_S", "240")
+    assert LibvirtConfig().reset_timeout_s == 240.0
+    for name in ("WEAVEGYM_BOOT_TIMEOUT_S", "WEAVEGYM_RESET_TIMEOUT_S"):
+        for bad in ("ten minutes", "0", "-5", "inf", "nan"):
+            monkeypatch.setenv(name, bad)
+            with pytest.raises(HostSetupError, match=name):
+                LibvirtConfig()
+        monkeypatch.delenv(name)

@@ -1,4 +1,5 @@
-"""Where weavegym keeps images, overlays, locks and probe results: outside the repo, shared by envs."""
+"""Host-wide defaults from the environment: where weavegym keeps images, overlays, locks and probe results
+(outside the repo, shared by envs), and how long it waits for a VM on a host that may be shared."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 from weavegym.core.errors import HostSetupError
 
 DEFAULT_BOOT_TIMEOUT_S = 300.0
+DEFAULT_RESET_TIMEOUT_S = 60.0
 
 
 def default_cache_dir() -> Path:
@@ -24,13 +26,23 @@ def default_boot_timeout() -> float:
     longer deadline costs nothing when the host is idle; a host that runs many VMs raises it here rather than
     in every config.
     """
-    raw = os.environ.get("WEAVEGYM_BOOT_TIMEOUT_S")
+    return _seconds_from_env("WEAVEGYM_BOOT_TIMEOUT_S", DEFAULT_BOOT_TIMEOUT_S)
+
+
+def default_reset_timeout() -> float:
+    """``$WEAVEGYM_RESET_TIMEOUT_S``, else 60 s: how long the agent may take to answer after a snapshot restore
+    (about 1 s idle; six VMs at once on two cores here took over 60 s)."""
+    return _seconds_from_env("WEAVEGYM_RESET_TIMEOUT_S", DEFAULT_RESET_TIMEOUT_S)
+
+
+def _seconds_from_env(name: str, default: float) -> float:
+    raw = os.environ.get(name)
     if raw is None or not raw.strip():
-        return DEFAULT_BOOT_TIMEOUT_S
+        return default
     try:
         value = float(raw)
     except ValueError:
-        raise HostSetupError(f"WEAVEGYM_BOOT_TIMEOUT_S={raw!r} is not a number of seconds") from None
+        raise HostSetupError(f"{name}={raw!r} is not a number of seconds") from None
     if not 0 < value < 86400:
-        raise HostSetupError(f"WEAVEGYM_BOOT_TIMEOUT_S={raw!r} must be between 0 and 86400 seconds")
+        raise HostSetupError(f"{name}={raw!r} must be between 0 and 86400 seconds")
     return value

@@ -30,7 +30,7 @@ from weavegym.core.deadline import wait_for
 from weavegym.core.errors import AgentError, BackendError, HostSetupError, SnapshotError, VMStartError
 from weavegym.core.extras import missing_extra
 from weavegym.core.guest_layout import WORKSPACE_USER
-from weavegym.core.paths import default_boot_timeout, default_cache_dir
+from weavegym.core.paths import default_boot_timeout, default_cache_dir, default_reset_timeout
 from weavegym.guest_agent.auth import TlsIdentity
 from weavegym.guest_agent.relay import Relay, tcp_listener, vsock_connector
 from weavegym.machine.agent_identity import new_agent_identity
@@ -84,7 +84,7 @@ class LibvirtConfig:
     accel: str = "auto"  # auto (probe KVM, fall back to TCG) | kvm | tcg
     transport: str = "tcp"  # tcp (user-mode NIC + hostfwd) | vsock (needs /dev/vhost-vsock on the host)
     boot_timeout_s: float = field(default_factory=default_boot_timeout)  # $WEAVEGYM_BOOT_TIMEOUT_S or 300
-    reset_timeout_s: float = 60.0
+    reset_timeout_s: float = field(default_factory=default_reset_timeout)  # $WEAVEGYM_RESET_TIMEOUT_S or 60
     cache_dir: Path = field(default_factory=default_cache_dir)
     image_dir: Path | None = None  # a specific built image instead of the one matching the recipe
     forward_ssh: bool = False  # also forward a host port to the guest's sshd (see ssh_port)
