@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import re
 import string
 from pathlib import Path
 
+import gymnasium
 import pytest
 
-from weavegym.envs.tasks import DOMAINS, all_tasks, match_tasks
+import weavegym.envs.tasks as registry
+from weavegym.envs.tasks import DOMAINS, all_tasks, draft_tasks, get_task, match_tasks
 from weavegym.ops.suite_report import adversary_rows, flake_rate, stats_from_markdown, task_stats, tasks_markdown
 from weavegym.ops.validation import channel_switches
 from weavegym.vm_images.recipe import PROFILES
 
 REPO = Path(__file__).resolve().parents[1]
-TASKS = all_tasks()
+TASKS = all_tasks() + draft_tasks()  # the format's rules hold for drafts too
 
 
 @pytest.mark.parametrize("task", TASKS, ids=[t.id for t in TASKS])
@@ -53,6 +56,26 @@ def test_match_tasks_takes_comma_separated_patterns_in_suite_order() -> None:
     assert picked == [i for i in ids if i.startswith("Weave-Games-") or i == "Weave-Productivity-1"]
     assert len(picked) == len(set(picked)) >= 4
     assert match_tasks("Weave-Nope-*,") == []
+
+
+def test_drafts_are_reached_only_by_their_exact_id(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = registry._registry()
+    draft = dataclasses.replace(next(iter(real.values())), id="Weave-Games-99", draft="not validated yet")
+    monkeypatch.setattr(registry, "_registry", lambda: {**real, draft.id: draft})
+    assert draft.id not in [t.id for t in all_tasks()]
+    assert draft in draft_tasks()
+    assert get_task(draft.id) is draft  # validate, WeaveEnv(task_id=...) and the runner reach it by id
+    assert match_tasks("Weave-Games-99") == [draft]
+    assert match_tasks("Weave-Games-1,Weave-Games-99") == [get_task("Weave-Games-1"), draft]
+    assert draft not in match_tasks("Weave-*") + match_tasks("Weave-Games-9?") + match_tasks("Weave-Games-*")
+
+
+def test_drafts_are_not_registered_with_gymnasium() -> None:
+    import weavegym  # noqa: F401  (registers the suite)
+
+    assert all(t.id in gymnasium.registry for t in all_tasks())
+    assert not any(t.id in gymnasium.registry for t in draft_tasks())
+    assert all(t.draft.strip() for t in draft_tasks()), "a draft says why it is one"
 
 
 def test_tasks_md_lists_every_registered_task() -> None:

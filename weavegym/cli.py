@@ -162,7 +162,7 @@ def tasks(
     """List the registered tasks: id, profile, steps, clauses and why both channels are needed."""
     from rich.table import Table
 
-    from weavegym.envs.tasks import match_tasks
+    from weavegym.envs.tasks import draft_tasks, match_tasks
 
     if tasks_md is not None:
         from weavegym.ops.suite_report import stats_from_markdown, tasks_markdown
@@ -176,7 +176,13 @@ def tasks(
     for task in match_tasks(pattern):
         table.add_row(task.id, task.title, task.profile, str(task.max_steps), str(len(task.clauses)),
                       task.channels.why_both)
-    _wide_console().print(table)
+    console = _wide_console()
+    console.print(table)
+    drafts = draft_tasks()
+    if drafts:  # named so that nobody mistakes them for missing, and nobody scores on them
+        console.print(f"{len(drafts)} draft(s), not in the suite until validated (name the id to validate one):")
+        for task in drafts:
+            console.print(f"  {task.id}: {task.title} ({task.draft})", markup=False)
 
 
 def _wide_console() -> Console:

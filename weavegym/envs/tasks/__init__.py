@@ -1,7 +1,8 @@
 """The task registry: every module under ``envs/tasks/<domain>/`` that defines ``TASK`` is a task.
 
 Discovery imports the modules (plain data plus small hook functions, cheap to
-import) and checks the ids are unique and follow ``Weave-<Domain>-<N>``.
+import) and checks the ids are unique and follow ``Weave-<Domain>-<N>``. Drafts (``Task.draft``) are
+discovered too, but only an exact id reaches them: the suite is the tasks that are not drafts.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from functools import cache
 from weavegym.core.errors import TaskError
 from weavegym.envs.task import DOMAINS, Task
 
-__all__ = ["DOMAINS", "all_tasks", "get_task", "match_tasks"]
+__all__ = ["DOMAINS", "all_tasks", "draft_tasks", "get_task", "match_tasks"]
 
 
 @cache
@@ -48,7 +49,13 @@ def _registry() -> dict[str, Task]:
 
 
 def all_tasks() -> list[Task]:
-    return list(_registry().values())
+    """The suite: every task that is not a draft, in domain order."""
+    return [t for t in _registry().values() if not t.draft]
+
+
+def draft_tasks() -> list[Task]:
+    """Tasks still being proven (``Task.draft`` says why), in domain order."""
+    return [t for t in _registry().values() if t.draft]
 
 
 def get_task(task_id: str) -> Task:
@@ -63,7 +70,9 @@ def match_tasks(patterns: str) -> list[Task]:
     """Tasks whose id matches a shell-style pattern such as ``Weave-*`` or ``Weave-DevOps-1``.
 
     Several comma-separated patterns ("Weave-Web-*,Weave-Data-2") select the union, each task
-    once and in suite order, so a CLI user can name an exact set without a shell loop.
+    once and in suite order, so a CLI user can name an exact set without a shell loop. A draft is
+    selected only by its exact id (its author validating it), never by a wildcard.
     """
     wanted = [p.strip() for p in patterns.split(",") if p.strip()]
-    return [t for t in all_tasks() if any(fnmatch.fnmatchcase(t.id, p) for p in wanted)]
+    return [t for t in _registry().values()
+            if (t.id in wanted if t.draft else any(fnmatch.fnmatchcase(t.id, p) for p in wanted))]
