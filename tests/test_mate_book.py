@@ -191,8 +191,6 @@ def test_the_oracles_engine_and_bulletin_commands_run_in_the_real_python_gnuches
                             ("short.pgn", WHITE["fen"], "PGN MISSING 1.0.0")):
         command = mb.save_check(str(tmp_path / path), fen, "1.0.0").replace("timeout 15", "timeout 1")
         assert subprocess.run(["bash", "-c", command], capture_output=True, text=True).stdout.strip() == said
-    if not Path("/usr/games/gnuchess").exists():
-        pytest.skip("gnuchess is not installed on this host")
     out = subprocess.run(["bash", "-c", mb.python_command(mb.ENGINE, BLACK["fen"], "2")], check=True,
                          capture_output=True, text=True, env=env, timeout=60).stdout.split()
     assert out[:3] == ["LINE", "2", "f4c4"]
