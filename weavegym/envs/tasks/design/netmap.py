@@ -37,6 +37,7 @@ SWITCH_AT = ((5.0, 5.0), (20.2, 5.0))
 DEVICE_X = ((0.4, 5.0, 9.6), (15.6, 20.2, 24.8))
 DEVICE_Y = 9.5
 NEW_AT = ((2.7, 14.5), (22.5, 14.5))  # where the oracle puts a new device under switch 0 or 1 (the box's centre)
+BLANK_AT = (14.5, 19.5)  # nothing is ever drawn here: a click there focuses Dia and selects nothing
 
 # The Site Survey window (Tk): its canvas, the dot-matrix lines, the buttons and the code entry, from its top-left.
 SURVEY_W, SURVEY_H = 440, 600

@@ -244,10 +244,17 @@ def _click(point: tuple[int, int]) -> dict[str, Any]:
     return {"kind": "click", "x": point[0], "y": point[1]}
 
 
+def _focus(ctx: OracleContext) -> Iterator[ActionLike]:
+    """A click on a blank part of the diagram (Dia gets the keyboard, nothing is selected), then Escape (out of any
+    text being edited)."""
+    yield _click(nm.to_screen(ctx.truth["view"], *nm.BLANK_AT))
+    yield {"kind": "key", "keys": "Escape"}
+
+
 def _relabel(ctx: OracleContext, corner: tuple[float, float], old: str, new: str) -> Iterator[ActionLike]:
     """The Edit Text tool (F2), a click on the label, the cursor to its end, the old text erased, the new typed."""
     yield from _settled(ctx)
-    yield {"kind": "key", "keys": "Escape"}
+    yield from _focus(ctx)
     yield {"kind": "key", "keys": "F2"}
     yield _click(nm.text_point(ctx.truth["view"], corner))
     yield {"kind": "key", "keys": "End"}
@@ -260,7 +267,7 @@ def _relabel(ctx: OracleContext, corner: tuple[float, float], old: str, new: str
 def _delete(ctx: OracleContext, point: tuple[int, int]) -> Iterator[ActionLike]:
     """The Modify tool (N), a click that selects the object under ``point``, Delete."""
     yield from _settled(ctx)
-    yield {"kind": "key", "keys": "Escape"}
+    yield from _focus(ctx)
     yield {"kind": "key", "keys": "n"}
     yield _click(point)
     yield {"kind": "key", "keys": "Delete"}
@@ -269,7 +276,7 @@ def _delete(ctx: OracleContext, point: tuple[int, int]) -> Iterator[ActionLike]:
 def _add_box(ctx: OracleContext, at: tuple[float, float], label: str) -> Iterator[ActionLike]:
     """The Flowchart sheet's box, a click on the free area (Dia then edits the new box's text), the label."""
     yield from _settled(ctx)
-    yield {"kind": "key", "keys": "Escape"}
+    yield from _focus(ctx)
     yield _click(tuple(ctx.truth["box_tool"]))
     yield _click(nm.to_screen(ctx.truth["view"], *at))
     yield {"kind": "type", "text": label}
@@ -279,7 +286,7 @@ def _add_box(ctx: OracleContext, at: tuple[float, float], label: str) -> Iterato
 def _add_line(ctx: OracleContext, start: tuple[float, float], end: tuple[float, float]) -> Iterator[ActionLike]:
     """The Line tool (L), dragged from one box's centre to the other's: Dia connects both ends to the boxes."""
     yield from _settled(ctx)
-    yield {"kind": "key", "keys": "Escape"}
+    yield from _focus(ctx)
     yield {"kind": "key", "keys": "l"}
     a, b = nm.to_screen(ctx.truth["view"], *start), nm.to_screen(ctx.truth["view"], *end)
     yield {"kind": "drag", "x": a[0], "y": a[1], "to_x": b[0], "to_y": b[1]}
@@ -363,13 +370,15 @@ def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
         pairs: list[tuple[str, str]] = []
         for _attempt in range(3):
             yield from _apply(ctx, kind, name, other, switch, labels, pairs)
+            yield from _focus(ctx)
             yield {"kind": "key", "keys": "ctrl+s"}
             yield {"kind": "shell", "timeout": 200, "command": READ_BACK.format(dia=shlex.quote(DIAGRAM), before=saved)}
             saved, labels, pairs = _shown(ctx)
             if _took(kind, name, other, switch, labels, pairs):
                 break
         yield _click(nm.survey_point(survey, nm.ENTRY))
-        yield {"kind": "type", "text": assets[tags[0]][1] + "\n"}
+        yield {"kind": "type", "text": assets[tags[0]][1]}
+        yield {"kind": "key", "keys": "Return"}
         yield from _wait_lines(ctx, lambda lines, n=number: not lines[0].startswith(f"STOP {n} "))
     yield from _wait_lines(ctx, lambda lines: lines[0] == "SURVEY COMPLETE")
     found = re.search(r"CHANGE (CHG-\d+)", " ".join(nm.survey_lines(_screen(ctx), survey)))
