@@ -104,14 +104,34 @@ def setup(ctx: SetupContext) -> Prepared:
     ctx.launch_gui(f"cd {CLAIMS} && {{as_user}} soffice --calc {CLAIM}", name="calc")
     calc = ctx.wait_window(CALC_TITLE, timeout=400)
     wait_until_ready(ctx, CLAIM)
-    calc_geometry = ctx.place_window(calc.id, tc.CALC_AT, tc.CALC_SIZE)
-    at = _wait_drawn(ctx, near)  # still where it was, not covered by Calc
-    if calc_geometry[0] + calc_geometry[2] > at[0]:
-        raise TaskError(f"{ctx.task_id} setup: Calc {calc_geometry} overlaps the Travel Desk at {at}")
+    calc_geometry = _place_calc(ctx, calc.id)
+    at = _wait_drawn(ctx, near)  # still where it was, above Calc
+    if calc_geometry[0] + CALC_CLICK[0] >= at[0]:
+        raise TaskError(f"{ctx.task_id} setup: Calc {calc_geometry} has no free cell left of the Travel Desk at {at}")
     receipts = [{k: r[k] for k in ("number", "merchant", "city", "date", "category", "amount", "currency", "rate",
                                    "eur", "reimbursed")} for r in p["receipts"]]
     return Prepared(params={}, truth={"receipts": receipts, "total": p["total"], "flagged": p["flagged"],
                                       "count": len(receipts), "desk_at": list(at), "calc": list(calc_geometry)})
+
+
+def _place_calc(ctx: SetupContext, window_id: int) -> list[int]:
+    """Calc left of the desk where the window manager lets it be resized; a maximized Calc stays as it is, under
+    the desk (which keeps itself on top). Its geometry once it no longer changes."""
+    ctx.run(["env", "DISPLAY=:0", "xdotool", "windowsize", str(window_id), *map(str, tc.CALC_SIZE), "windowmove",
+             str(window_id), *map(str, tc.CALC_AT)], user=ctx.user)
+    seen: list[list[int]] = []
+
+    def settled() -> list[int] | None:
+        found = next((w for w in ctx.client.list_windows(timeout=10)[0] if w.id == window_id), None)
+        if found is None:
+            return None
+        seen.append(list(found.geometry))
+        return seen[-1] if len(seen) >= 3 and seen[-1] == seen[-2] == seen[-3] else None
+
+    try:
+        return wait_for(settled, 60, what="Calc's window settled", max_poll=1.0)
+    except TimeoutError as exc:
+        raise TaskError(f"{ctx.task_id} setup: {exc}") from None
 
 
 def _wait_drawn(ctx: SetupContext, near: Sequence[int]) -> tuple[int, int]:
@@ -299,6 +319,7 @@ def check_justification(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
 # ---- the oracle --------------------------------------------------------------------------------------------
 
 MARK = "/tmp/claim-save.mark"
+CALC_CLICK = (240, 420)  # an empty cell of Calc's, left of the desk (from Calc's top-left)
 SHOW_TRIES, LOG_TRIES, WAITS = 4, 3, 8
 
 
@@ -421,8 +442,8 @@ def _log(ctx: OracleContext, receipt: Mapping[str, str], count: int) -> Generato
 def _fill_claim(ctx: OracleContext, receipts: Sequence[Mapping[str, str]]) -> Iterator[ActionLike]:
     """Type one line per receipt into Calc from A2 and save. LibreOffice runs its shortcuts after the typed text
     that follows them, so the move to A2 ends with ctrl+s and the typing waits for the save."""
-    x, y, w, h = ctx.truth["calc"]
-    yield {"kind": "click", "x": x + w * 3 // 4, "y": y + h // 2}  # an empty cell, to focus the sheet
+    x, y, _w, h = ctx.truth["calc"]
+    yield {"kind": "click", "x": x + CALC_CLICK[0], "y": y + min(CALC_CLICK[1], h - 80)}  # an empty cell: focus
     for _attempt in range(3):
         yield {"kind": "shell", "command": f"touch {MARK}"}
         for key in ("ctrl+Home", "Down", "ctrl+s"):
