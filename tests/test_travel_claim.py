@@ -15,6 +15,7 @@ import sys
 from collections.abc import Mapping
 from decimal import Decimal
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -266,3 +267,29 @@ def test_the_desk_shows_receipts_as_pixels_logs_them_in_order_and_issues_a_refer
     finally:
         proc.kill()
         proc.wait()
+
+
+@pytest.mark.unit
+def test_the_oracle_saves_the_claim_again_until_the_saved_form_has_every_line() -> None:
+    p = _plan(0)
+    receipts = [{k: str(r[k]) for k in ("number", "merchant", "date", "amount", "currency", "rate", "eur",
+                                         "reimbursed")} for r in p["receipts"]]
+    ctx = SimpleNamespace(truth={"calc": [0, 28, 1280, 690]}, obs={"terminal": ""})
+    steps = tcl._fill_claim(ctx, receipts)  # type: ignore[arg-type]
+    actions, saves, result = [], 0, None
+    action = next(steps)
+    try:
+        while True:
+            actions.append(action)
+            if action.get("kind") == "shell" and "CLAIMTOTAL" in action.get("command", ""):
+                saves += 1  # the first save after typing shows a form not yet complete
+                lines = len(receipts) if saves > 1 else 2
+                ctx.obs = {"terminal": f"saved\nCLAIMTOTAL|{lines}|{p['total']}\n"}
+            elif action.get("kind") == "shell":
+                ctx.obs = {"terminal": "saved\n"}
+            action = steps.send(None)
+    except StopIteration as stop:
+        result = stop.value
+    assert result == p["total"] and saves == 2
+    typed = [a["text"] for a in actions if a.get("kind") == "type"]
+    assert len(typed) == len(receipts) and typed[0].count("\t") == 6 and typed[0].endswith("\n")

@@ -320,7 +320,7 @@ def check_justification(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
 
 MARK = "/tmp/claim-save.mark"
 CALC_CLICK = (240, 420)  # an empty cell of Calc's, left of the desk (from Calc's top-left)
-SHOW_TRIES, LOG_TRIES, WAITS = 4, 3, 8
+SHOW_TRIES, LOG_TRIES, WAITS, SAVE_TRIES = 4, 3, 8, 3
 
 
 def convert_program(receipt: Mapping[str, str]) -> str:
@@ -392,11 +392,9 @@ def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
         if not (yield from _log(ctx, receipt, count)):
             break
         noted.append(receipt)
-    yield from _fill_claim(ctx, noted)
-    yield {"kind": "shell", "timeout": 120,
-           "command": f"{wait_saved()} && cd ~/claims && python3 - <<'EOF'\n{CLAIM_TOTAL_PY}EOF"}
-    found = re.search(r"CLAIMTOTAL\|\d+\|([0-9.]+)", _terminal(ctx))
-    total = found.group(1) if found else tc.money(sum(Decimal(r["reimbursed"]) for r in noted) if noted else 0)
+    total = yield from _fill_claim(ctx, noted)
+    if not total:
+        total = tc.money(sum(Decimal(r["reimbursed"]) for r in noted) if noted else 0)
     reference, flagged = yield from _submit(ctx, total)
     chosen = [r for r in noted if int(r["number"]) in flagged]
     lines = "".join(f"{reference} | {r['number']} | {r['merchant']} | {r['reimbursed']}\n" for r in chosen)
@@ -439,23 +437,35 @@ def _log(ctx: OracleContext, receipt: Mapping[str, str], count: int) -> Generato
     return False
 
 
-def _fill_claim(ctx: OracleContext, receipts: Sequence[Mapping[str, str]]) -> Iterator[ActionLike]:
-    """Type one line per receipt into Calc from A2 and save. LibreOffice runs its shortcuts after the typed text
-    that follows them, so the move to A2 ends with ctrl+s and the typing waits for the save."""
+def _fill_claim(ctx: OracleContext, receipts: Sequence[Mapping[str, str]]) -> Generator[ActionLike, Any, str]:
+    """Type one line per receipt into Calc from A2, save, and total the saved form from the shell: its total, or
+    "" when the saved form never showed every line. LibreOffice runs its shortcuts after the typed text that
+    follows them, so the move to A2 ends with ctrl+s and the typing waits for the save; under load a save can
+    come late, so the save is checked (and repeated) until the file has every line."""
     x, y, _w, h = ctx.truth["calc"]
-    yield {"kind": "click", "x": x + CALC_CLICK[0], "y": y + min(CALC_CLICK[1], h - 80)}  # an empty cell: focus
+    cell = {"kind": "click", "x": x + CALC_CLICK[0], "y": y + min(CALC_CLICK[1], h - 80)}  # an empty cell: focus
+    yield cell
     for _attempt in range(3):
         yield {"kind": "shell", "command": f"touch {MARK}"}
         for key in ("ctrl+Home", "Down", "ctrl+s"):
             yield {"kind": "key", "keys": key}
-        yield {"kind": "shell", "timeout": 120, "command": wait_saved(40)}
+        yield {"kind": "shell", "timeout": 150, "command": wait_saved(120)}
         if "saved" in _terminal(ctx):
             break
     for r in receipts:  # Tab along the line; Enter goes back to column A of the next line
         fields = (r["merchant"], r["date"], r["amount"], r["currency"], r["rate"], r["eur"], r["reimbursed"])
         yield {"kind": "type", "text": "\t".join(fields) + "\n"}
-    yield {"kind": "shell", "command": f"touch {MARK}"}
-    yield {"kind": "key", "keys": "ctrl+s"}
+    for attempt in range(SAVE_TRIES):
+        if attempt:  # the focus may have gone: a click on an empty cell is harmless now the lines are typed
+            yield cell
+        yield {"kind": "shell", "command": f"touch {MARK}"}
+        yield {"kind": "key", "keys": "ctrl+s"}
+        yield {"kind": "shell", "timeout": 210,
+               "command": f"{wait_saved(180)} && cd ~/claims && python3 - <<'EOF'\n{CLAIM_TOTAL_PY}EOF"}
+        found = re.search(r"CLAIMTOTAL\|(\d+)\|([0-9.]+)", _terminal(ctx))
+        if found and int(found.group(1)) >= len(receipts):
+            return found.group(2)
+    return ""
 
 
 def _submit(ctx: OracleContext, total: str) -> Generator[ActionLike, Any, tuple[str, list[int]]]:
