@@ -198,9 +198,7 @@ def test_the_notebook_shows_pages_as_pixels_refuses_bad_starts_and_ends_with_the
         client.click(*button)  # a second press with nothing typed is refused and changes nothing
         client.click(*entry)
         for bad in ("abc", "9" * 3000, str(pages[0]["start_ms"] + 400), "12 34"):
-            client.type_text(bad + "\n")
-            client.key("ctrl+a")
-            client.key("ctrl+k")  # Tk: to the start, then delete to the end
+            client.type_text(bad + "\n")  # refused, and the field cleared for the next try
         assert fs.read_page(client.screenshot().image, origin) == shown
         for number, page in enumerate(pages, 1):
             client.type_text(f"{page['start_ms'] + 40}\n")

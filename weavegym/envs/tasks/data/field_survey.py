@@ -507,12 +507,13 @@ def _export(ctx: OracleContext, editor: Sequence[int]) -> Iterator[ActionLike]:
 
 
 def _confirm(ctx: OracleContext, entry: Sequence[int], millis: str, shown: Any) -> Iterator[ActionLike]:
-    """Type the page's start into the notebook (clearing the field first: Tk's Ctrl+A goes to the start, Ctrl+K
-    deletes to the end), again if the next page or the survey number does not show."""
-    for _ in range(3):
+    """Type the page's start into the notebook, again if the next page or the survey number does not show: the
+    notebook clears a refused entry, and no shortcut is sent that would mean something to Audacity should the focus
+    not have moved yet (its Ctrl+A and Ctrl+K select all and delete)."""
+    for attempt in range(3):
         yield _click(entry)
-        yield {"kind": "key", "keys": "ctrl+a"}
-        yield {"kind": "key", "keys": "ctrl+k"}
+        if attempt:
+            yield {"kind": "wait", "seconds": 2}
         yield {"kind": "type", "text": f"{millis}\n"}
         yield from _until(ctx, shown)
         if shown(_screen(ctx)) is not None:
