@@ -97,15 +97,19 @@ def read_status(screen: np.ndarray, at: list[int]) -> str:
 
 
 def board_on_screen(screen: np.ndarray, board: list[int], w: int, h: int) -> list[str]:
-    """Tents' board as rows of 'T' (a tree: green leaves at the square's centre), 'A' (a tent: yellow or red) and
-    '.' (anything else)."""
+    """Tents' board as rows of 'T' (a tree: green leaves), 'A' (a tent: yellow or red) and '.' (anything else),
+    from a patch up and left of each square's centre: the mouse pointer, which the screenshots show, hangs down
+    and right of the square last clicked."""
     left, top, cell = board
     rows = []
     for y in range(h):
         row = ""
         for x in range(w):
-            r, g, b = (int(v) for v in screen[top + y * cell + cell // 2, left + x * cell + cell // 2, :3])
-            row += "T" if g > 140 and r < 60 and b < 60 else "A" if r > 150 and b < 70 else "."
+            cx, cy = left + x * cell + cell // 2, top + y * cell + cell // 2
+            patch = screen[cy - 3:cy, cx - 3:cx, :3].reshape(-1, 3).astype(int)
+            r, g, b = patch[:, 0], patch[:, 1], patch[:, 2]
+            row += ("T" if ((g > 140) & (r < 60) & (b < 60)).sum() * 2 > len(patch)
+                    else "A" if ((r > 150) & (b < 70) & (g < 200)).sum() * 2 > len(patch) else ".")
         rows.append(row)
     return rows
 

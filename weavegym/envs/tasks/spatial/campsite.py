@@ -250,6 +250,6 @@ TASK = Task(
     withheld=("fields",),
     profile="base",
     apps=("Campsite Office (python3-tk)", "sgt-tents", "python3"),
-    max_steps=400,
+    max_steps=500,
     time_budget_s=3000.0,
 )
