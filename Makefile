@@ -12,8 +12,8 @@ SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 # builds, headless Chromium to check the HTML report renders, openssh for remote libvirt (libvirt's ssh
 # transport; the tests run a private sshd as the far host). Icarus Verilog (6 MB): Weave-DevOps-6's model of
 # its design is checked against the real simulator. GNU Chess (1 MB): Weave-Games-7's oracle program is checked
-# against the real engine.
-APT_PACKAGES := python3-venv python3-tk xvfb x11-utils xauth xdotool zenity xclip openbox iverilog gnuchess \
+# against the real engine. sox (15 MB with its libraries): Weave-Data-7's measurement runs in the real sox.
+APT_PACKAGES := python3-venv python3-tk xvfb x11-utils xauth xdotool zenity xclip openbox iverilog gnuchess sox \
 	qemu-system-x86 qemu-utils debootstrap e2fsprogs \
 	libvirt-daemon-system libvirt-daemon-driver-qemu libvirt-clients libvirt-dev pkg-config gcc \
 	chromium openssh-client openssh-server tini

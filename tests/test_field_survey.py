@@ -1,5 +1,5 @@
 """Weave-Data-7 (field survey) without a VM: the survey generator, the recording, the oracle's measurement run by the
-real python3 (and sox, where installed), the Selection-toolbar locator, every clause on right and wrong finals (unit),
+real python3 and sox, the Selection-toolbar locator, every clause on right and wrong finals (unit),
 and the real Field Notebook on Xvfb through the real agent (xvfb): pages as pixels, refusals, the survey number."""
 
 from __future__ import annotations
@@ -91,7 +91,6 @@ def test_hms_gives_the_digits_of_audacitys_time_field() -> None:
     assert fs.clock(61.4) == "1:01" and fs.clock(9.6) == "0:10"
 
 
-@pytest.mark.skipif(shutil.which("sox") is None, reason="sox is not installed on this host")
 def test_the_oracles_measurement_runs_in_the_real_python_with_sox(tmp_path: Path) -> None:
     world, data = _world(3)
     wav, db = tmp_path / "rec.wav", tmp_path / "register.db"
