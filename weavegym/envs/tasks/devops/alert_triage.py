@@ -58,8 +58,9 @@ SHARK_AT, SHARK_SIZE = (0, 40), (766, 640)
 SHARK_TITLE = r"^night-2026-12-04\.pcap"
 REPORT_LINE = re.compile(r"^\s*(\d+)\s*\|\s*([0-9.]+)\s*\|\s*(\d+)\s*\|\s*([A-Z0-9]{6})\s*\|\s*([0-9a-f]{64})\s*$",
                          re.I)
-PREFERENCES = ("# Weave-DevOps-7: no filter completion popups, no questions about unsaved files\n"
-               "gui.autocomplete_filter: FALSE\ngui.ask_unsaved: FALSE\n")
+PREFERENCES = ("# Weave-DevOps-7: no filter completion popups, no questions about unsaved files, file dialogs open in "
+               f"the evidence folder\ngui.autocomplete_filter: FALSE\ngui.ask_unsaved: FALSE\n"
+               f"gui.fileopen.style: SPECIFIED\ngui.fileopen.dir: {EVIDENCE}\n")
 
 
 def evidence_path(number: int) -> str:
@@ -369,7 +370,9 @@ def _export(ctx: OracleContext, number: int, attacker: str, replace: bool, retry
             yield {"kind": "key", "keys": "Escape"}
         return
     dialog = _frame(ctx).copy()
-    yield {"kind": "type", "text": evidence_path(number)}
+    # The dialog opens in ~/evidence (the preferences) and adds '.pcap': a short name, no path for its completer to
+    # trip over under TCG (a typed full path lost most of its characters there).
+    yield {"kind": "type", "text": f"alert-{number}"}
     yield {"kind": "key", "keys": "Return"}
     if replace and (yield from _wait_box(ctx, dialog, CONFIRM_MIN, tries=WAITS)):
         yield {"kind": "key", "keys": "alt+y"}
