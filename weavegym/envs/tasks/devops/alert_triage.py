@@ -480,4 +480,6 @@ TASK = Task(
     apps=("Alert Board (python3-tk)", "wireshark-qt", "tshark"),
     max_steps=400,
     time_budget_s=3600.0,
+    draft="not yet validated in a VM: the oracle scores 1.0 against the host's Wireshark and tshark (seeds 0, 3, 6), "
+          "but in the guest the file name it types into Export Specified Packets did not arrive",
 )
