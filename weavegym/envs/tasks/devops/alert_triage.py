@@ -38,6 +38,7 @@ from weavegym.envs.task import ActionLike, Channels, OracleContext, Prepared, Ta
 from weavegym.envs.tasks import pixel_font
 from weavegym.envs.tasks.devops import _alert_capture as cap
 from weavegym.envs.tasks.games.sgt_common import SETTLED_PIXELS, changed_box, changed_pixels
+from weavegym.envs.tasks.item_records import numbered_records, per_item_verdict
 from weavegym.evaluators import Clause, GuiArtifactViaCli, Probe, Verdict
 from weavegym.evaluators.provenance import Deliverable
 
@@ -125,25 +126,7 @@ def setup(ctx: SetupContext) -> Prepared:
 
 def board_records(probe: Probe) -> dict[int, dict[str, Any]]:
     """{alert: its close record} of the board's root-only record."""
-    found: dict[int, dict[str, Any]] = {}
-    for line in (probe.read_bytes(RECORD) or b"").decode("utf-8", errors="replace").splitlines():
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(record, dict) and isinstance(record.get("alert"), int):
-            found[record["alert"]] = record
-    return found
-
-
-def _verdict(problems: list[str], what: str) -> Verdict:
-    wrong = [p for p in problems if p]
-    if not problems:
-        return Verdict.failed("nothing to check")
-    if not wrong:
-        return Verdict.satisfied(f"all {len(problems)}: {what}")
-    evidence = "; ".join(wrong)
-    return Verdict.partial(evidence) if len(wrong) < len(problems) else Verdict.failed(evidence)
+    return numbered_records(probe, RECORD, "alert")
 
 
 def judge_export(data: bytes | None, alert: Mapping[str, Any], number: int) -> str:
@@ -164,7 +147,7 @@ def judge_export(data: bytes | None, alert: Mapping[str, Any], number: int) -> s
 
 
 def check_exports(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
-    return _verdict([judge_export(probe.read_bytes(evidence_path(n)), a, n)
+    return per_item_verdict([judge_export(probe.read_bytes(evidence_path(n)), a, n)
                      for n, a in enumerate(truth["alerts"], 1)],
                     "the export holds exactly the incident's packets")
 
@@ -182,7 +165,7 @@ def check_closed(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
             problems.append(f"alert {number}: the export is not the one the board recorded at the close")
         else:
             problems.append("")
-    return _verdict(problems, "closed at the board with the attacker, the count and the export as it is now")
+    return per_item_verdict(problems, "closed at the board with the attacker, the count and the export as it is now")
 
 
 def parse_report(text: str | None) -> tuple[dict[int, tuple[str, int, str, str]], str]:

@@ -32,6 +32,7 @@ from weavegym.envs.task import ActionLike, Channels, OracleContext, Prepared, Ta
 from weavegym.envs.tasks import pixel_font
 from weavegym.envs.tasks.games.peg_solitaire import PEGS, SIZE, board_text, plan_jumps, replay
 from weavegym.envs.tasks.games.sgt_common import save_via_dialog, saved_game, solver_command
+from weavegym.envs.tasks.item_records import numbered_records, per_item_verdict
 from weavegym.evaluators import Clause, GuiArtifactViaCli, Probe, Verdict
 from weavegym.evaluators.provenance import Deliverable
 
@@ -120,15 +121,7 @@ def origin(image: np.ndarray, reach: int = 40) -> tuple[int, int] | None:
 
 def scoreboard_records(probe: Probe) -> dict[int, dict[str, Any]]:
     """{round: its record} of the scoreboard's root-only record (a round recorded twice keeps its last)."""
-    found: dict[int, dict[str, Any]] = {}
-    for line in (probe.read_bytes(RECORD) or b"").decode("utf-8", errors="replace").splitlines():
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(record, dict) and isinstance(record.get("round"), int):
-            found[record["round"]] = record
-    return found
+    return numbered_records(probe, RECORD, "round")
 
 
 def _saved(probe: Probe, number: int) -> tuple[str, list[str]] | None:
@@ -138,14 +131,6 @@ def _saved(probe: Probe, number: int) -> tuple[str, list[str]] | None:
 def _plan(probe: Probe, number: int) -> list[str] | None:
     text = probe.read_text(plan_path(number))
     return None if text is None else [line.strip() for line in text.splitlines() if line.strip()]
-
-
-def _rounds_verdict(problems: list[str], what: str) -> Verdict:
-    wrong = [p for p in problems if p]
-    if not wrong:
-        return Verdict.satisfied(f"all {len(problems)} rounds: {what}")
-    evidence = "; ".join(wrong)
-    return Verdict.partial(evidence) if len(wrong) < len(problems) else Verdict.failed(evidence)
 
 
 def judge_save(saved: tuple[str, list[str]] | None, desc: str, number: int) -> str:
@@ -160,8 +145,8 @@ def judge_save(saved: tuple[str, list[str]] | None, desc: str, number: int) -> s
 
 
 def check_saves(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
-    return _rounds_verdict([judge_save(_saved(probe, n), d, n) for n, d in enumerate(truth["descs"], 1)],
-                           "the save is the round's board played to one peg")
+    return per_item_verdict([judge_save(_saved(probe, n), d, n) for n, d in enumerate(truth["descs"], 1)],
+                            "the save is the round's board played to one peg", noun="rounds")
 
 
 def judge_plan(plan: list[str] | None, desc: str, number: int) -> str:
@@ -173,8 +158,8 @@ def judge_plan(plan: list[str] | None, desc: str, number: int) -> str:
 
 
 def check_plans(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
-    return _rounds_verdict([judge_plan(_plan(probe, n), d, n) for n, d in enumerate(truth["descs"], 1)],
-                           "the plan leaves one peg")
+    return per_item_verdict([judge_plan(_plan(probe, n), d, n) for n, d in enumerate(truth["descs"], 1)],
+                            "the plan leaves one peg", noun="rounds")
 
 
 def check_played(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
@@ -188,7 +173,7 @@ def check_played(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
                             f"({len(saved[1])} vs {len(plan)})")
         else:
             problems.append("")
-    return _rounds_verdict(problems, "the save plays exactly the plan")
+    return per_item_verdict(problems, "the save plays exactly the plan", noun="rounds")
 
 
 def check_recorded(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
@@ -204,7 +189,7 @@ def check_recorded(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
             problems.append(f"round {number}: the save is not the one the scoreboard recorded")
         else:
             problems.append("")
-    return _rounds_verdict(problems, "recorded at the scoreboard with the save as it is now")
+    return per_item_verdict(problems, "recorded at the scoreboard with the save as it is now", noun="rounds")
 
 
 def parse_table(text: str | None) -> tuple[dict[int, tuple[int, str]], str]:

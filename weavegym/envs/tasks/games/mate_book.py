@@ -43,6 +43,7 @@ from weavegym.envs.tasks.games._mate_chess import (
     square,
 )
 from weavegym.envs.tasks.games.sgt_common import python_command, wait_box
+from weavegym.envs.tasks.item_records import numbered_records, per_item_verdict
 from weavegym.evaluators import Clause, GuiArtifactViaCli, Probe, Verdict
 from weavegym.evaluators.provenance import Deliverable
 
@@ -165,15 +166,7 @@ def setup(ctx: SetupContext) -> Prepared:
 
 def book_records(probe: Probe) -> dict[int, dict[str, Any]]:
     """{problem: its accepted-key record} of the book's root-only record (refusals are skipped)."""
-    found: dict[int, dict[str, Any]] = {}
-    for line in (probe.read_bytes(RECORD) or b"").decode("utf-8", errors="replace").splitlines():
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(record, dict) and isinstance(record.get("problem"), int) and record.get("key"):
-            found[record["problem"]] = record
-    return found
+    return numbered_records(probe, RECORD, "problem", accept=lambda record: bool(record.get("key")))
 
 
 def last_game(text: str) -> tuple[str | None, list[str]]:
@@ -207,17 +200,9 @@ def judge_game(text: str | None, problem: Mapping[str, Any], number: int) -> str
     return "" if final.is_mate() else f"problem {number}: {' '.join(moves)} does not end in checkmate"
 
 
-def _verdict(problems: list[str], what: str) -> Verdict:
-    wrong = [p for p in problems if p]
-    if not wrong:
-        return Verdict.satisfied(f"all {len(problems)}: {what}")
-    evidence = "; ".join(wrong)
-    return Verdict.partial(evidence) if len(wrong) < len(problems) else Verdict.failed(evidence)
-
-
 def check_games(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
-    return _verdict([judge_game(probe.read_text(game_path(n)), p, n) for n, p in enumerate(truth["problems"], 1)],
-                    "the saved game plays the key, a reply and mate from the problem's position")
+    games = [judge_game(probe.read_text(game_path(n)), p, n) for n, p in enumerate(truth["problems"], 1)]
+    return per_item_verdict(games, "the saved game plays the key, a reply and mate from the problem's position")
 
 
 def check_recorded(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
@@ -231,7 +216,7 @@ def check_recorded(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
             problems.append(f"problem {number}: the saved game is not the one the book recorded with the key")
         else:
             problems.append("")
-    return _verdict(problems, "the key was entered in the book with the saved game as it is now")
+    return per_item_verdict(problems, "the key was entered in the book with the saved game as it is now")
 
 
 def parse_bulletin(text: str | None) -> tuple[dict[int, tuple[str, str]], str]:

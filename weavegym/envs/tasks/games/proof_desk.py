@@ -51,6 +51,7 @@ from weavegym.envs.tasks.games._proof_common import (
 from weavegym.envs.tasks.games._proof_oracle import oracle
 from weavegym.envs.tasks.games.nonogram import SIZE, draw_puzzle, replay_pattern
 from weavegym.envs.tasks.games.sgt_common import saved_game
+from weavegym.envs.tasks.item_records import numbered_records, per_item_verdict
 from weavegym.evaluators import Clause, GuiArtifactViaCli, Probe, Verdict
 from weavegym.evaluators.provenance import Deliverable
 
@@ -98,25 +99,7 @@ def setup(ctx: SetupContext) -> Prepared:
 
 def desk_records(probe: Probe) -> dict[int, dict[str, Any]]:
     """{puzzle: its last verdict record} of the desk's root-only record."""
-    found: dict[int, dict[str, Any]] = {}
-    for line in (probe.read_bytes(RECORD) or b"").decode("utf-8", errors="replace").splitlines():
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(record, dict) and isinstance(record.get("puzzle"), int):
-            found[record["puzzle"]] = record
-    return found
-
-
-def _verdict(problems: list[str], what: str) -> Verdict:
-    wrong = [p for p in problems if p]
-    if not problems:
-        return Verdict.failed("nothing to check")
-    if not wrong:
-        return Verdict.satisfied(f"all {len(problems)}: {what}")
-    evidence = "; ".join(wrong)
-    return Verdict.partial(evidence) if len(wrong) < len(problems) else Verdict.failed(evidence)
+    return numbered_records(probe, RECORD, "puzzle")
 
 
 def _sound(truth: Mapping[str, Any]) -> list[tuple[int, dict[str, Any]]]:
@@ -147,7 +130,7 @@ def judge_proof(text: str | None, puzzle: Mapping[str, Any], number: int) -> str
 
 
 def check_proofs(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
-    return _verdict([judge_proof(probe.read_text(proof_path(n)), p, n) for n, p in _sound(truth)],
+    return per_item_verdict([judge_proof(probe.read_text(proof_path(n)), p, n) for n, p in _sound(truth)],
                     "the sound puzzle's proof is its clues played to the solution in Pattern")
 
 
@@ -160,7 +143,7 @@ def check_verdicts(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
         got = records.get(number, {}).get("verdict")
         problems.append("" if got == puzzle["kind"] else f"puzzle {number}: recorded {got or 'nothing'}, it is "
                         f"{puzzle['kind']}")
-    return _verdict(problems, "the desk holds the right verdict")
+    return per_item_verdict(problems, "the desk holds the right verdict")
 
 
 def check_recorded(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
@@ -173,7 +156,7 @@ def check_recorded(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
             problems.append(f"puzzle {number}: the proof is not the one the desk recorded")
         else:
             problems.append("")
-    return _verdict(problems, "recorded sound at the desk with the proof as it is now")
+    return per_item_verdict(problems, "recorded sound at the desk with the proof as it is now")
 
 
 def parse_print_list(text: str | None) -> tuple[dict[int, tuple[str, str]], str]:

@@ -28,6 +28,7 @@ from weavegym.core.errors import TaskError
 from weavegym.envs.setup_context import DESKTOP_USER, HOME, SHARED_GROUP, WORKSPACE_USER, SetupContext
 from weavegym.envs.task import Channels, Prepared, Task
 from weavegym.envs.tasks.games.sgt_common import saved_game
+from weavegym.envs.tasks.item_records import numbered_records, per_item_verdict
 from weavegym.envs.tasks.spatial._campsite_common import (
     APP,
     APP_DIR,
@@ -98,25 +99,7 @@ def setup(ctx: SetupContext) -> Prepared:
 
 def office_records(probe: Probe) -> dict[int, dict[str, Any]]:
     """{field: its allocation record} of the office's root-only record."""
-    found: dict[int, dict[str, Any]] = {}
-    for line in (probe.read_bytes(RECORD) or b"").decode("utf-8", errors="replace").splitlines():
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(record, dict) and isinstance(record.get("field"), int):
-            found[record["field"]] = record
-    return found
-
-
-def _verdict(problems: list[str], what: str) -> Verdict:
-    wrong = [p for p in problems if p]
-    if not problems:
-        return Verdict.failed("nothing to check")
-    if not wrong:
-        return Verdict.satisfied(f"all {len(problems)}: {what}")
-    evidence = "; ".join(wrong)
-    return Verdict.partial(evidence) if len(wrong) < len(problems) else Verdict.failed(evidence)
+    return numbered_records(probe, RECORD, "field")
 
 
 def _squares(field: Mapping[str, Any]) -> set[tuple[int, int]]:
@@ -146,7 +129,7 @@ def judge_save(text: str | None, field: Mapping[str, Any], number: int) -> str:
 
 
 def check_saves(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
-    return _verdict([judge_save(probe.read_text(save_path(n)), f, n) for n, f in enumerate(truth["fields"], 1)],
+    return per_item_verdict([judge_save(probe.read_text(save_path(n)), f, n) for n, f in enumerate(truth["fields"], 1)],
                     "the field's save is its plan with the tents pitched in Tents")
 
 
@@ -162,7 +145,7 @@ def check_allocated(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
             problems.append(f"field {number}: the save is not the one the office took")
         else:
             problems.append("")
-    return _verdict(problems, "allocated at the office with the field's save as it is now")
+    return per_item_verdict(problems, "allocated at the office with the field's save as it is now")
 
 
 def parse_sheet(text: str | None) -> tuple[dict[int, tuple[str, str]], str]:
