@@ -6,6 +6,8 @@ import dataclasses
 import importlib
 import re
 import string
+import subprocess
+import sys
 from pathlib import Path
 
 import gymnasium
@@ -176,3 +178,12 @@ def test_committed_tasks_md_reads_back_unchanged() -> None:
     regenerated = tasks_markdown(listed, [], command="x", kept=kept)
     table = lambda t: [ln for ln in t.splitlines() if ln.startswith("| Weave-")]  # noqa: E731
     assert table(regenerated) == table(text)
+
+
+def test_weavegym_tasks_lists_the_suite_and_names_the_drafts_apart() -> None:
+    out = subprocess.run([sys.executable, "-c", "from weavegym.cli import main; main()", "tasks"],
+                         capture_output=True, text=True, check=True, timeout=120).stdout
+    table, _, drafts = out.partition("draft(s), not in the suite")
+    assert all(t.id in table for t in all_tasks())
+    assert not any(t.id in table for t in draft_tasks())
+    assert all(f"{t.id}: {t.title}" in drafts for t in draft_tasks())
