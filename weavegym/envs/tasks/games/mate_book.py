@@ -478,6 +478,4 @@ TASK = Task(
     apps=("Problem Book (python3-tk)", "xboard", "gnuchess", "python3"),
     max_steps=500,
     time_budget_s=3600.0,
-    draft="validated on seed 0 only as far as the oracle (1.0 in 231 steps), noop and cli-only (0); gui-only and "
-          "the forger not yet run, seeds 3 and 6 not yet validated (the host was overloaded)",
 )
