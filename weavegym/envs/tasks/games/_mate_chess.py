@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import re
 
+from weavegym.envs.tasks.games.engine_move import BISHOP, KING, KNIGHT, ROOK, attacked
+
 Square = tuple[int, int]
 Board = dict[Square, str]
 Move = tuple[Square, Square, str]  # from, to, promotion letter (upper case) or ''
 
-KNIGHT = ((1, 2), (2, 1), (2, -1), (1, -2), (-1, -2), (-2, -1), (-2, 1), (-1, 2))
-KING = ((1, 0), (1, 1), (0, 1), (-1, 1), (-1, 0), (-1, -1), (0, -1), (1, -1))
-ROOK, BISHOP = ((1, 0), (0, 1), (-1, 0), (0, -1)), ((1, 1), (-1, 1), (-1, -1), (1, -1))
 SAN_MOVE = re.compile(r"([KQRBN])?([a-h])?([1-8])?x?([a-h][1-8])(?:=?([QRBN]))?")
 
 
@@ -75,28 +74,8 @@ class Position:
         return next((sq for sq, ch in self.board.items() if ch == want), None)
 
     def attacked(self, at: Square, by_white: bool) -> bool:
-        x, y = at
-        board = self.board
-
-        def has(sq: Square, letters: str) -> bool:
-            ch = board.get(sq)
-            return ch is not None and ch.isupper() == by_white and ch.upper() in letters
-
-        pawn_rank = y - 1 if by_white else y + 1
-        if any(has((x + dx, pawn_rank), "P") for dx in (-1, 1)):
-            return True
-        if any(has((x + dx, y + dy), "N") for dx, dy in KNIGHT) or any(has((x + dx, y + dy), "K") for dx, dy in KING):
-            return True
-        for directions, letters in ((ROOK, "RQ"), (BISHOP, "BQ")):
-            for dx, dy in directions:
-                cx, cy = x + dx, y + dy
-                while 0 <= cx < 8 and 0 <= cy < 8:
-                    if (cx, cy) in board:
-                        if has((cx, cy), letters):
-                            return True
-                        break
-                    cx, cy = cx + dx, cy + dy
-        return False
+        """Whether the side ``by_white`` attacks ``at`` (Weave-Games-2's attack test, on the same board shape)."""
+        return attacked(self.board, at, by_white)
 
     def in_check(self, white: bool | None = None) -> bool:
         side = self.white if white is None else white
