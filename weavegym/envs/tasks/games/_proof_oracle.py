@@ -36,17 +36,15 @@ from weavegym.envs.tasks.games._proof_common import (
 )
 from weavegym.envs.tasks.games.nonogram import SIZE, game_id, judge_puzzle
 from weavegym.envs.tasks.games.sgt_common import (
-    SETTLED_PIXELS,
-    changed_box,
     changed_pixels,
     save_via_dialog,
     solver_command,
+    wait_small_dialog,
 )
 
 TRIES, WAITS = 4, 10
 SAVE_TRIES, DIALOG_WAITS = 3, 30
 SPECIFIC_UPS, SAVE_UPS = 10, 7  # Game menu items counted up from its last (Exit): Specific... and Save...
-SMALL_DIALOG = (150, 70)  # the Specific... dialog is small (a label, an entry, OK and Cancel)
 MARGIN = 84  # px left of the board: inside Pattern's canvas, more than a cell away from the board (no move)
 
 
@@ -127,17 +125,6 @@ def _menu(ctx: OracleContext, grid: list[float], ups: int, attempt: int) -> Iter
         yield {"kind": "key", "keys": keys}
 
 
-def _small_dialog(frame: np.ndarray, before: np.ndarray, previous: np.ndarray | None) -> bool:
-    """Whether the Specific... dialog shows, drawn and settled: a new region at least SMALL_DIALOG and wider than
-    tall (the open Game menu, which it replaces, is narrow and tall; typing into the menu would be lost)."""
-    box = changed_box(frame, before)
-    if box is None or previous is None or previous.shape != frame.shape:
-        return False
-    width, height = box[2] - box[0], box[3] - box[1]
-    return (width >= SMALL_DIALOG[0] and height >= SMALL_DIALOG[1] and width > height
-            and int(changed_pixels(frame, previous).sum()) <= SETTLED_PIXELS)
-
-
 def _clue_band(frame: np.ndarray, grid: list[float]) -> np.ndarray:
     """The column clues above the board."""
     left, top, width, height = grid
@@ -149,13 +136,7 @@ def _enter(ctx: OracleContext, grid: list[float], ident: str) -> Iterator[Action
     for attempt in range(SAVE_TRIES):
         before = _frame(ctx).copy()
         yield from _menu(ctx, grid, SPECIFIC_UPS, attempt)
-        previous = None
-        for _try in range(DIALOG_WAITS):
-            if _small_dialog(_frame(ctx), before, previous):
-                break
-            previous = _frame(ctx)
-            yield {"kind": "wait", "seconds": 1}
-        else:
+        if not (yield from wait_small_dialog(ctx, before, tries=DIALOG_WAITS)):
             continue
         yield {"kind": "type", "text": ident}
         yield {"kind": "key", "keys": "Return"}

@@ -33,6 +33,7 @@ DIFF_LEVEL = 24  # a pixel changed when a channel moved more than this
 DIALOG_MIN = (300, 150)  # a region of change at least this wide and tall (px) is a dialog, not a menu
 DIALOG_FILLED = 0.5  # ...and at least this share of it changed (its frame alone is not the dialog)
 SETTLED_PIXELS = 400  # at most this many pixels may change between two polls of a drawn dialog
+SMALL_DIALOG = (150, 70)  # Game > Specific... is small: a label, an entry, OK and Cancel
 
 
 def record(key: str, value: str) -> str:
@@ -192,6 +193,32 @@ def wait_dialog(ctx: OracleContext, before: np.ndarray, *, tries: int = 40,
             return True
         previous = frame
         yield {"kind": "wait", "seconds": seconds}
+    return False
+
+
+def small_dialog_shown(frame: np.ndarray, before: np.ndarray, previous: np.ndarray | None) -> bool:
+    """Whether a small dialog (Game > Specific...: a label, an entry, OK and Cancel) shows, drawn and settled.
+
+    A new region at least SMALL_DIALOG and wider than tall: the open Game menu it replaces is narrow and tall,
+    and text typed while the menu still shows would be lost.
+    """
+    box = changed_box(frame, before)
+    if box is None or previous is None or previous.shape != frame.shape:
+        return False
+    width, height = box[2] - box[0], box[3] - box[1]
+    return (width >= SMALL_DIALOG[0] and height >= SMALL_DIALOG[1] and width > height
+            and int(changed_pixels(frame, previous).sum()) <= SETTLED_PIXELS)
+
+
+def wait_small_dialog(ctx: OracleContext, before: np.ndarray, *, tries: int) -> Generator[ActionLike, Any, bool]:
+    """One-second waits (at most ``tries``) until ``small_dialog_shown``; whether it did."""
+    previous = None
+    for _try in range(tries):
+        assert ctx.obs is not None
+        if small_dialog_shown(ctx.obs["screen"], before, previous):
+            return True
+        previous = ctx.obs["screen"]
+        yield {"kind": "wait", "seconds": 1}
     return False
 
 

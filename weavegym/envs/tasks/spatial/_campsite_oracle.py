@@ -20,11 +20,9 @@ import numpy as np
 from weavegym.envs.task import ActionLike, OracleContext
 from weavegym.envs.tasks import pixel_font
 from weavegym.envs.tasks.games.sgt_common import (
-    SETTLED_PIXELS,
-    changed_box,
-    changed_pixels,
     save_via_dialog,
     solver_command,
+    wait_small_dialog,
 )
 from weavegym.envs.tasks.spatial._campsite_common import (
     ALLOCATE,
@@ -49,7 +47,6 @@ from weavegym.envs.tasks.spatial.tents import LETTERS, decode, game_id, parse_re
 TRIES, WAITS = 4, 10
 SAVE_TRIES, DIALOG_WAITS = 3, 30
 SPECIFIC_UPS, SAVE_UPS = 10, 7  # Game menu items counted up from its last (Exit): Specific... and Save...
-SMALL_DIALOG = (150, 70)  # the Specific... dialog is small (a label, an entry, OK and Cancel)
 MARGIN = 8  # px left of the board: inside Tents' canvas border, where a click changes nothing
 
 
@@ -132,17 +129,6 @@ def _focus(board: list[int]) -> dict[str, Any]:
     return {"kind": "click", "x": board[0] - MARGIN, "y": board[1] + board[2] // 2}
 
 
-def _small_dialog(frame: np.ndarray, before: np.ndarray, previous: np.ndarray | None) -> bool:
-    """Whether the Specific... dialog shows, drawn and settled: a new region at least SMALL_DIALOG and wider than
-    tall (the open Game menu is narrow and tall; typing into the menu would be lost)."""
-    box = changed_box(frame, before)
-    if box is None or previous is None or previous.shape != frame.shape:
-        return False
-    width, height = box[2] - box[0], box[3] - box[1]
-    return (width >= SMALL_DIALOG[0] and height >= SMALL_DIALOG[1] and width > height
-            and int(changed_pixels(frame, previous).sum()) <= SETTLED_PIXELS)
-
-
 def _trees(ident: str) -> list[str]:
     w, h, trees, _cols, _rows = decode(ident)
     return ["".join("T" if (x, y) in trees else "." for x in range(w)) for y in range(h)]
@@ -160,13 +146,7 @@ def _enter(ctx: OracleContext, ident: str) -> Generator[ActionLike, Any, list[in
         yield _focus(board)
         for keys in ("F10", *["Up"] * SPECIFIC_UPS, "Return"):
             yield {"kind": "key", "keys": keys}
-        previous = None
-        for _try in range(DIALOG_WAITS):
-            if _small_dialog(_frame(ctx), before, previous):
-                break
-            previous = _frame(ctx)
-            yield {"kind": "wait", "seconds": 1}
-        else:
+        if not (yield from wait_small_dialog(ctx, before, tries=DIALOG_WAITS)):
             continue
         yield {"kind": "type", "text": ident}
         yield {"kind": "key", "keys": "Return"}
