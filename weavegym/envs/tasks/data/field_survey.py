@@ -654,14 +654,22 @@ def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
         else:
             yield from _confirm(ctx, entry, millis, lambda s: read_survey(s, origin))
     number = read_survey(_screen(ctx), origin)
-    yield from _export(ctx, editor)
     labels = shlex.quote(LABELS)
-    # The checksum comes from sha256sum in the shell: Python code that names the labels file and writes anything
-    # counts as writing it (GuiArtifactViaCli), so the summary's code below never names it.
-    yield {"kind": "shell", "timeout": 100,
-           "command": f"timeout 90 sh -c 'until [ -s {labels} ]; do sleep 0.5; done'; sleep 1; sha256sum {labels}"}
-    assert ctx.obs is not None
-    digest = re.search(r"^([0-9a-f]{64})\s", ctx.obs.get("terminal", "").replace("\r", ""), re.M)
+    digest = None
+    for attempt in range(2):  # the shell sees whether the file came; if not, close whatever is open and again
+        if attempt:
+            for _ in range(3):
+                yield {"kind": "key", "keys": "Escape"}
+            yield {"kind": "wait", "seconds": 2}
+        yield from _export(ctx, editor)
+        # The checksum comes from sha256sum in the shell: Python code that names the labels file and writes
+        # anything counts as writing it (GuiArtifactViaCli), so the summary's code below never names it.
+        yield {"kind": "shell", "timeout": 100,
+               "command": f"timeout 90 sh -c 'until [ -s {labels} ]; do sleep 0.5; done'; sleep 1; sha256sum {labels}"}
+        assert ctx.obs is not None
+        digest = re.search(r"^([0-9a-f]{64})\s", ctx.obs.get("terminal", "").replace("\r", ""), re.M)
+        if digest:
+            break
     rows: dict[str, list[Any]] = {}
     for name, start, _end in found:
         rows.setdefault(name, [name, 0, start, peaks[name]])[1] += 1
