@@ -533,14 +533,16 @@ def _changed(ctx: OracleContext, window: Sequence[int], before: np.ndarray) -> I
 def _export(ctx: OracleContext, editor: Sequence[int]) -> Iterator[ActionLike]:
     """File > Export > Export Labels... through the menus' mnemonics, each key once the previous one took effect;
     then the file dialog's name field gets the full path."""
-    yield _focus_audacity(editor)
-    for attempt in range(2):
+    for attempt in range(3):
+        yield _focus_audacity(editor)
         idle = _region(ctx, editor)
         for key in ("alt+f", "e", "l"):
             before = _region(ctx, editor)
             yield {"kind": "key", "keys": key}
+            if attempt:  # a redraw still under way may pass for the menu: let it settle first
+                yield {"kind": "wait", "seconds": 2}
             yield from _changed(ctx, editor, before)
-        if selection_fields(_screen(ctx), editor) is None or attempt:  # the dialog covers the toolbar
+        if selection_fields(_screen(ctx), editor) is None or attempt == 2:  # the dialog covers the toolbar
             break
         for _ in range(3):  # a menu is open but the dialog is not: close everything and start again
             yield {"kind": "key", "keys": "Escape"}
