@@ -118,6 +118,44 @@ def test_the_selection_fields_are_the_two_leftmost_runs_of_blue_digits() -> None
     assert fs.selection_fields(np.full((720, 1280, 3), 230, dtype=np.uint8), window) is None
 
 
+def _editor_image(selected: tuple[int, int] | None, focused: int | None = None) -> np.ndarray:
+    """A synthetic Audacity: grey track with three loud calls, a pale selection, the two fields' first digits."""
+    image = np.full((720, 1280, 3), 192, dtype=np.uint8)
+    if selected is not None:
+        image[230:370, selected[0]:selected[1] + 1] = (235, 242, 255)
+    image[295:299, 545:1260] = (100, 100, 220)  # the noise at the centre line
+    for left, right in ((600, 615), (700, 714), (900, 920)):
+        image[260:335, left:right + 1] = (73, 74, 207)
+    for x in (679, 837):
+        image[626:641, x - 2:x + 7] = (208, 208, 208)
+        image[628:639, x:x + 5] = (0, 0, 180)
+    if focused is not None:
+        x = (679, 837)[focused]
+        image[625:642, x - 4] = (0, 0, 0)  # the frame
+        image[626:641, x - 2:x + 7] = (242, 242, 255)
+        image[628:639, x:x + 5] = (0, 0, 0)
+    return image
+
+
+def test_the_oracle_sees_which_field_has_the_focus() -> None:
+    for focused in (0, 1):
+        image = _editor_image(None, focused)
+        assert fs.field_focused(image, (679, 633)) == (focused == 0)
+        assert fs.field_focused(image, (837, 633)) == (focused == 1)
+    assert not fs.field_focused(_editor_image(None), (679, 633))
+
+
+def test_the_oracle_checks_the_selection_spans_a_call_before_labelling() -> None:
+    window = [411, 60, 866, 640]
+    assert len(fs.call_spans(_editor_image(None), window)) == 3
+    assert fs.selection_on_call(_editor_image((700, 714)), window)
+    assert fs.selection_on_call(_editor_image((699, 716)), window)  # within two pixels of each edge
+    assert not fs.selection_on_call(_editor_image(None), window)
+    assert not fs.selection_on_call(_editor_image((714, 722)), window)  # the start clamped to the end (seeds 0, 3)
+    assert not fs.selection_on_call(_editor_image((545, 1259)), window)  # the whole track
+    assert not fs.selection_on_call(_editor_image((700, 760)), window)
+
+
 def test_a_survey_done_right_satisfies_every_clause() -> None:
     world, data = _world(0)
     truth = _truth(world, data)

@@ -280,6 +280,52 @@ def selection_fields(image: Any, window: Sequence[int]) -> tuple[tuple[int, int]
     return points[0], points[1]
 
 
+def field_focused(image: Any, point: Sequence[int]) -> bool:
+    """Whether the Selection toolbar field whose first digit is at ``point`` has the keyboard focus: Audacity then
+    frames the field in black and draws its current digit black on white (its other digits are blue on grey)."""
+    x, y = int(point[0]), int(point[1])
+    box = np.asarray(image)[max(y - 7, 0):y + 8, max(x - 6, 0):x + 10, :3].astype(int)
+    return int((box.max(axis=2) < 70).sum()) >= 8 and int((box.min(axis=2) > 235).sum()) >= 8
+
+
+def _column_runs(columns: np.ndarray, gap: int = 2) -> list[tuple[int, int]]:
+    runs: list[tuple[int, int]] = []
+    for col in (int(c) for c in columns):
+        if runs and col - runs[-1][1] <= gap:
+            runs[-1] = (runs[-1][0], col)
+        else:
+            runs.append((col, col))
+    return runs
+
+
+def _track_band(image: Any, window: Sequence[int]) -> tuple[np.ndarray, int]:
+    """The editor between its top toolbars and its bottom ones (the tracks), and its left edge on the screen."""
+    x, y, w, h = (int(v) for v in window[:4])
+    return np.asarray(image)[max(y + 120, 0):y + h - 130, max(x, 0):x + w, :3].astype(int), max(x, 0)
+
+
+def call_spans(image: Any, window: Sequence[int]) -> list[tuple[int, int]]:
+    """The screen columns of each loud call the waveform shows: runs of columns with a tall stretch of wave blue."""
+    band, left = _track_band(image, window)
+    blue = (band[:, :, 2] >= 180) & (band[:, :, 0] <= 130) & (band[:, :, 1] <= 130)
+    return [(a + left, b + left) for a, b in _column_runs(np.nonzero(blue.sum(axis=0) >= 15)[0]) if b - a >= 2]
+
+
+def selected_spans(image: Any, window: Sequence[int]) -> list[tuple[int, int]]:
+    """The screen columns Audacity paints as selected in its tracks (a pale blue background)."""
+    band, left = _track_band(image, window)
+    pale = (np.abs(band[:, :, 0] - 235) <= 6) & (np.abs(band[:, :, 1] - 242) <= 5) & (band[:, :, 2] >= 250)
+    return [(a + left, b + left) for a, b in _column_runs(np.nonzero(pale.sum(axis=0) >= 10)[0])]
+
+
+def selection_on_call(image: Any, window: Sequence[int], slack: int = 2) -> bool:
+    """Whether the selection shown in the tracks is one call's span (each edge within ``slack`` pixels of it): what
+    the oracle checks before it adds a label, as the fields it typed into may not have taken every digit."""
+    calls = call_spans(image, window)
+    return any(abs(a - c) <= slack and abs(b - d) <= slack for a, b in selected_spans(image, window)
+               for c, d in calls)
+
+
 # -- the checker ------------------------------------------------------------------------------------------------
 
 
@@ -487,14 +533,16 @@ def _changed(ctx: OracleContext, window: Sequence[int], before: np.ndarray) -> I
 def _export(ctx: OracleContext, editor: Sequence[int]) -> Iterator[ActionLike]:
     """File > Export > Export Labels... through the menus' mnemonics, each key once the previous one took effect;
     then the file dialog's name field gets the full path."""
-    yield _click((editor[0] + 40, editor[1] + editor[3] - 8))  # Audacity's status bar: focus, nothing else
-    for attempt in range(2):
+    for attempt in range(3):
+        yield _focus_audacity(editor)
         idle = _region(ctx, editor)
         for key in ("alt+f", "e", "l"):
             before = _region(ctx, editor)
             yield {"kind": "key", "keys": key}
+            if attempt:  # a redraw still under way may pass for the menu: let it settle first
+                yield {"kind": "wait", "seconds": 2}
             yield from _changed(ctx, editor, before)
-        if selection_fields(_screen(ctx), editor) is None or attempt:  # the dialog covers the toolbar
+        if selection_fields(_screen(ctx), editor) is None or attempt == 2:  # the dialog covers the toolbar
             break
         for _ in range(3):  # a menu is open but the dialog is not: close everything and start again
             yield {"kind": "key", "keys": "Escape"}
@@ -502,6 +550,54 @@ def _export(ctx: OracleContext, editor: Sequence[int]) -> Iterator[ActionLike]:
     yield {"kind": "wait", "seconds": 2}  # mapped is not focused yet under TCG
     yield {"kind": "key", "keys": "ctrl+a"}
     yield {"kind": "type", "text": f"{LABELS}\n"}
+
+
+def _focus_audacity(editor: Sequence[int]) -> dict[str, Any]:
+    return _click((editor[0] + 40, editor[1] + editor[3] - 8))  # Audacity's status bar: focus, nothing else
+
+
+def _fit(ctx: OracleContext, editor: Sequence[int]) -> Iterator[ActionLike]:
+    """View > Zoom > Fit to Width (Ctrl+F) until every call of the recording shows in the track (the window was
+    resized after the file was loaded): the oracle checks each selection against the calls it shows."""
+    calls = PAGES + DISTRACTORS
+    for _ in range(3):
+        if len(call_spans(_screen(ctx), editor)) >= calls:
+            return
+        yield _focus_audacity(editor)
+        yield {"kind": "wait", "seconds": 1}
+        yield {"kind": "key", "keys": "ctrl+f"}
+        yield from _until(ctx, lambda s: True if len(call_spans(s, editor)) >= calls else None, 6)
+
+
+def _type_field(ctx: OracleContext, point: Sequence[int], seconds: float, settle: bool) -> Iterator[ActionLike]:
+    """Click a Selection toolbar field on its first digit and type the time once the field shows the focus (and a
+    little later on a retry): under TCG the keys typed right after the click went to the field clicked before (the
+    first label of seeds 0 and 3 got its start clamped to its end that way)."""
+    for _ in range(2):
+        yield _click(point)
+        yield from _until(ctx, lambda s: True if field_focused(s, point) else None, 5)
+        if field_focused(_screen(ctx), point):
+            break
+    if settle:
+        yield {"kind": "wait", "seconds": 2}
+    yield {"kind": "type", "text": hms(seconds)}
+
+
+def _select(ctx: OracleContext, editor: Sequence[int], fields: Sequence[Sequence[int]], start: float,
+            end: float) -> Iterator[ActionLike]:
+    """Select [start, end] through the Selection toolbar and see it on screen before the label is added.
+
+    Start, end, start, end: a start typed past the current end is clamped to it (and an end before the start to
+    the start), so the second pass sets what the first could not. Then the selection painted in the track must be
+    a call's span; if not, everything again."""
+    for attempt in range(3):
+        yield _focus_audacity(editor)
+        for _ in range(2):
+            yield from _type_field(ctx, fields[0], start, attempt > 0)
+            yield from _type_field(ctx, fields[1], end, attempt > 0)
+        yield from _until(ctx, lambda s: True if selection_on_call(s, editor) else None, 6)
+        if selection_on_call(_screen(ctx), editor):
+            return
 
 
 def _confirm(ctx: OracleContext, entry: Sequence[int], millis: str, shown: Any) -> Iterator[ActionLike]:
@@ -532,6 +628,9 @@ def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
         yield from _until(ctx, lambda s: read_page(s, origin))
         if read_page(_screen(ctx), origin) is not None:
             break
+    # The fields' first digits, read once while neither has the focus (a focused digit is drawn black, not blue).
+    fields = selection_fields(_screen(ctx), editor)
+    yield from _fit(ctx, editor)
     found: list[tuple[str, float, float]] = []
     peaks: dict[str, float] = {}
     for page in range(1, PAGES + 1):
@@ -546,17 +645,9 @@ def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
         if call:
             found.append((name, start, end))
             peaks[name] = max(peaks.get(name, 0.0), float(call[6]))
-        fields = selection_fields(_screen(ctx), editor)
+        fields = fields or selection_fields(_screen(ctx), editor)
         if fields is not None:
-            # Focus Audacity on its status bar first (a click that only raises the window must not be the one on a
-            # field), then type the selection twice: typing the same digits again is harmless, and it repairs a
-            # pass whose keys arrived before the field had the focus (seen under TCG on a loaded host).
-            yield _click((editor[0] + 40, editor[1] + editor[3] - 8))
-            for _ in range(2):
-                yield _click(fields[0])
-                yield {"kind": "type", "text": hms(start)}
-                yield _click(fields[1])
-                yield {"kind": "type", "text": hms(end)}
+            yield from _select(ctx, editor, fields, start, end)
             yield {"kind": "key", "keys": "ctrl+b"}
             yield {"kind": "type", "text": f"{name}\n"}
         if page < PAGES:
@@ -565,14 +656,22 @@ def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
         else:
             yield from _confirm(ctx, entry, millis, lambda s: read_survey(s, origin))
     number = read_survey(_screen(ctx), origin)
-    yield from _export(ctx, editor)
     labels = shlex.quote(LABELS)
-    # The checksum comes from sha256sum in the shell: Python code that names the labels file and writes anything
-    # counts as writing it (GuiArtifactViaCli), so the summary's code below never names it.
-    yield {"kind": "shell", "timeout": 100,
-           "command": f"timeout 90 sh -c 'until [ -s {labels} ]; do sleep 0.5; done'; sleep 1; sha256sum {labels}"}
-    assert ctx.obs is not None
-    digest = re.search(r"^([0-9a-f]{64})\s", ctx.obs.get("terminal", "").replace("\r", ""), re.M)
+    digest = None
+    for attempt in range(2):  # the shell sees whether the file came; if not, close whatever is open and again
+        if attempt:
+            for _ in range(3):
+                yield {"kind": "key", "keys": "Escape"}
+            yield {"kind": "wait", "seconds": 2}
+        yield from _export(ctx, editor)
+        # The checksum comes from sha256sum in the shell: Python code that names the labels file and writes
+        # anything counts as writing it (GuiArtifactViaCli), so the summary's code below never names it.
+        yield {"kind": "shell", "timeout": 100,
+               "command": f"timeout 90 sh -c 'until [ -s {labels} ]; do sleep 0.5; done'; sleep 1; sha256sum {labels}"}
+        assert ctx.obs is not None
+        digest = re.search(r"^([0-9a-f]{64})\s", ctx.obs.get("terminal", "").replace("\r", ""), re.M)
+        if digest:
+            break
     rows: dict[str, list[Any]] = {}
     for name, start, _end in found:
         rows.setdefault(name, [name, 0, start, peaks[name]])[1] += 1
@@ -636,8 +735,9 @@ TASK = Task(
     oracle=oracle,
     profile="full",
     apps=("audacity", "Field Notebook (python3-tk)", "sox", "python3", "sqlite3"),
-    max_steps=260,  # the oracle takes 70 to 120 steps, plus up to WAIT_TRIES waits per redraw
+    max_steps=300,  # the oracle takes 70 to 160 steps, plus waits per redraw and a retried selection
     time_budget_s=2400.0,
-    draft="oracle 0.3 on seeds 0 and 3 in the VM: page 1's label lands after the first call (labels 2-4 exact); "
-          "on the host's Audacity the oracle scores 1.0 on seeds 0, 3 and 6",
+    draft="in the VM the old oracle scored 0.3 on seeds 0 and 3 (page 1's keys went to the Selection toolbar "
+          "field clicked before, fixed: focus and selection now checked on screen); with that fix seed 6 scored 0.0 "
+          "(labels never exported, cause unseen; the export is now retried, not yet validated in the VM)",
 )
