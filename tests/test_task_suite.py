@@ -14,6 +14,7 @@ import gymnasium
 import pytest
 
 import weavegym.envs.tasks as registry
+from weavegym.envs.registration import register_draft
 from weavegym.envs.tasks import DOMAINS, all_tasks, draft_tasks, get_task, match_tasks
 from weavegym.ops.suite_report import adversary_rows, flake_rate, stats_from_markdown, task_stats, tasks_markdown
 from weavegym.ops.validation import channel_switches
@@ -66,7 +67,14 @@ def test_drafts_are_reached_only_by_their_exact_id(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(registry, "_registry", lambda: {**real, draft.id: draft})
     assert draft.id not in [t.id for t in all_tasks()]
     assert draft in draft_tasks()
-    assert get_task(draft.id) is draft  # validate, WeaveEnv(task_id=...) and the runner reach it by id
+    assert get_task(draft.id) is draft  # validate and WeaveEnv(task_id=...) reach it by id
+    assert draft.id not in gymnasium.registry
+    register_draft(draft.id)  # what the runner's worker does before gym.make, for `weavegym run --tasks <id>`
+    try:
+        assert gymnasium.spec(draft.id).kwargs == {"task_id": draft.id}
+    finally:
+        gymnasium.registry.pop(draft.id, None)
+    register_draft("Weave-Games-1")  # a suite task: already registered, left as it is
     assert match_tasks("Weave-Games-99") == [draft]
     assert match_tasks("Weave-Games-1,Weave-Games-99") == [get_task("Weave-Games-1"), draft]
     assert draft not in match_tasks("Weave-*") + match_tasks("Weave-Games-9?") + match_tasks("Weave-Games-*")

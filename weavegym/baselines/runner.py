@@ -27,7 +27,7 @@ from PIL import Image
 from weavegym.baselines.factory import make_policy
 from weavegym.baselines.policy import EpisodeStart
 from weavegym.core.version import __version__
-from weavegym.envs.registration import register_tasks
+from weavegym.envs.registration import register_draft, register_tasks
 from weavegym.envs.task import OracleContext
 
 EPISODE_FILE = "episode.json"
@@ -189,6 +189,7 @@ def _worker(config: RunConfig, items: mp.Queue, results: mp.Queue) -> None:
                         # A VM failure must raise here, not end the episode as an unscored truncation: the
                         # attempt is retried on a fresh VM and its log kept.
                         options = {"on_env_failure": "raise", **config.env_options}
+                        register_draft(item.task_id)  # a draft named by its exact id (a no-op for the suite)
                         env, env_task = gym.make(item.task_id, **options), item.task_id
                         announced = False
 

@@ -8,7 +8,8 @@ import gymnasium
 from gymnasium.envs.registration import WrapperSpec
 from gymnasium.utils import RecordConstructorArgs
 
-from weavegym.envs.tasks import all_tasks
+from weavegym.envs.task import Task
+from weavegym.envs.tasks import all_tasks, get_task
 
 ENTRY_POINT = "weavegym.envs.weave_env:WeaveEnv"
 
@@ -41,12 +42,26 @@ SYNC_WRAPPER = WrapperSpec("StepLimitSync", "weavegym.envs.registration:StepLimi
 
 def register_tasks() -> None:
     for task in all_tasks():
-        if task.id in gymnasium.registry:
-            continue
-        # nondeterministic: a desktop VM is not a pure function of (seed, actions); per-step wall-clock
-        # timings in `info` and GUI rendering races make repeated steps differ slightly. Seeded resets
-        # are pixel-identical (a snapshot load); tests/test_env_gym.py checks that directly.
-        # No max_episode_steps: a TimeLimit wrapper would truncate without running the checker, so the
-        # env truncates itself at `max_steps` and scores the final state.
-        gymnasium.register(id=task.id, entry_point=ENTRY_POINT, kwargs={"task_id": task.id},
-                           nondeterministic=True, disable_env_checker=False, additional_wrappers=(SYNC_WRAPPER,))
+        if task.id not in gymnasium.registry:
+            _register(task)
+
+
+def register_draft(task_id: str) -> None:
+    """Register one draft by its exact id, so its author can `weavegym run` it; a suite task is already registered.
+
+    Drafts stay out of the registry `import weavegym` fills (a wildcard or a registry scan must not find them),
+    as they stay out of every other listing; the runner calls this in its worker before ``gym.make``.
+    """
+    task = get_task(task_id)
+    if task.draft and task.id not in gymnasium.registry:
+        _register(task)
+
+
+def _register(task: Task) -> None:
+    # nondeterministic: a desktop VM is not a pure function of (seed, actions); per-step wall-clock
+    # timings in `info` and GUI rendering races make repeated steps differ slightly. Seeded resets
+    # are pixel-identical (a snapshot load); tests/test_env_gym.py checks that directly.
+    # No max_episode_steps: a TimeLimit wrapper would truncate without running the checker, so the
+    # env truncates itself at `max_steps` and scores the final state.
+    gymnasium.register(id=task.id, entry_point=ENTRY_POINT, kwargs={"task_id": task.id},
+                       nondeterministic=True, disable_env_checker=False, additional_wrappers=(SYNC_WRAPPER,))
