@@ -172,6 +172,34 @@ def test_the_alert_reads_back_off_a_drawn_panel() -> None:
     assert at.read_alert(image, list(at.BOARD_AT), 1) is None
 
 
+def _export_dialog(before: np.ndarray) -> np.ndarray:
+    """A sketch of the guest's Export Specified Packets dialog over ``before``: grey, with the white 'Look in' combo,
+    the file list and, 20 px tall below it, the File name field (as on the guest's screen at 1280 x 720)."""
+    frame = before.copy()
+    frame[45:650, 101:768] = 239
+    frame[88:106, 186:576] = 255  # 'Look in'
+    frame[135:311, 212:752] = 255  # the file list
+    frame[330:350, 186:666] = 255  # File name
+    frame[376:394, 186:664] = 255  # 'Export as'
+    return frame
+
+
+@pytest.mark.unit
+def test_the_oracle_finds_the_export_dialogs_file_name_field_and_sees_the_typed_name() -> None:
+    before = np.full((720, 1280, 3), 200, dtype=np.uint8)
+    before[160:400, 0:766] = 255  # Wireshark's white packet list, under the dialog
+    assert at.file_name_field(before, before, at.BOARD_AT[0]) is None
+    frame = _export_dialog(before)
+    field = at.file_name_field(frame, before, at.BOARD_AT[0])
+    assert field == (186, 330, 480, 20)
+    assert at.typed_in(frame, field) == 0
+    frame[336:344, 190:250] = 30  # 'alert-1' typed in
+    assert at.typed_in(frame, field) >= at.TYPED_PIXELS * len("alert-1")
+    assert at.file_name_field(frame, frame, at.BOARD_AT[0]) is None  # no dialog came
+    frame[135:311, 212:752] = 239  # no file list: not the dialog
+    assert at.file_name_field(frame, before, at.BOARD_AT[0]) is None
+
+
 @pytest.mark.unit
 @pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark is not installed on this host")
 def test_the_oracles_hunt_and_report_run_in_the_real_tshark_and_bash(tmp_path: Path) -> None:

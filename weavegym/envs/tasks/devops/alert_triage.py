@@ -209,11 +209,19 @@ def check_report(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
 # ---- the oracle --------------------------------------------------------------------------------------------
 
 TRIES, WAITS, EXPORT_TRIES = 4, 10, 3
+# A blank spot at the board's right edge: a click there raises the board over Wireshark, whose window grows past its
+# place in the guest once a filter applies (to about 880 px wide) and then hides the board's left part.
+RAISE = (BOARD_SIZE[0] - 40, 4, 30, 24)
 EXPORT_DOWNS = 7  # File menu items from Open down to Export Specified Packets... (Save is greyed out)
 MENU_MIN = (200, 150)  # Wireshark's open File menu (360 x 435; its white over the white packet list is no change)
 BLINK_PIXELS = 100  # a text cursor blinking in the filter bar is no redraw
-DIALOG_MIN = (400, 250)  # the Export Specified Packets dialog (about 700 x 580)
+DIALOG_MIN = (400, 200)  # the Export Specified Packets dialog (670 x 610 in the guest, of which 672 x 248 change
+# enough over Wireshark's own grey for changed_box)
 CONFIRM_MIN = (200, 60)  # the "already exists, replace it?" question
+WHITE, DARK = 248, 110  # a text field's white; its text's dark
+FIELD_WIDTH = 240  # the dialog's file list and File name field are white runs at least this wide
+FILE_LIST_ROWS, FIELD_ROWS, FIELD_GAP = 60, (12, 40), 90  # the list's least height; the field's; at most between
+TYPED_PIXELS = 6  # at least this many more dark pixels per typed character (about 15 on screen)
 
 
 def _frame(ctx: OracleContext) -> np.ndarray:
@@ -283,6 +291,7 @@ def check_command(number: int) -> str:
 
 def _show(ctx: OracleContext, number: int) -> Generator[ActionLike, Any, dict[str, str] | None]:
     for _try in range(TRIES):
+        yield _at(ctx, RAISE)
         yield _at(ctx, SHOW)
         for _ in range(WAITS):
             alert = read_alert(_frame(ctx), ctx.truth["at"], number)
@@ -325,9 +334,61 @@ def _wait_box(ctx: OracleContext, before: np.ndarray, least: tuple[int, int], tr
     return False
 
 
+def _white_runs(frame: np.ndarray, box: tuple[int, int, int, int]) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of ``box`` (x0, y0, x1, y1): the length and start x of its longest run of white pixels."""
+    x0, y0, x1, y1 = box
+    white = (frame[y0:y1, x0:x1] >= WHITE).all(axis=2).astype(np.int8)
+    edges = np.diff(np.pad(white, ((0, 0), (1, 1))), axis=1)
+    lengths, starts = np.zeros(y1 - y0, int), np.zeros(y1 - y0, int)
+    for row in range(y1 - y0):
+        begin, end = np.nonzero(edges[row] == 1)[0], np.nonzero(edges[row] == -1)[0]
+        if len(begin):
+            k = int(np.argmax(end - begin))
+            lengths[row], starts[row] = end[k] - begin[k], begin[k] + x0
+    return lengths, starts
+
+
+def file_name_field(frame: np.ndarray, before: np.ndarray, right: int) -> tuple[int, int, int, int] | None:
+    """The Export Specified Packets dialog's 'File name' field (x, y, width, height) on screen, left of ``right``:
+    of the white bands (rows whose longest white run is at least FIELD_WIDTH) in the region that changed since
+    ``before``, the short one right below the tallest (the file list). None while no such dialog shows."""
+    changed = changed_pixels(frame[:, :right], before[:, :right])
+    rows, cols = np.nonzero(changed.any(axis=1))[0], np.nonzero(changed.any(axis=0))[0]
+    if len(rows) == 0:
+        return None
+    box = (int(cols[0]), int(rows[0]), int(cols[-1]) + 1, int(rows[-1]) + 1)
+    lengths, starts = _white_runs(frame, box)
+    bands, row = [], 0
+    while row < len(lengths):
+        if lengths[row] >= FIELD_WIDTH:
+            top = row
+            while row < len(lengths) and lengths[row] >= FIELD_WIDTH:
+                row += 1
+            bands.append((top, row))
+        row += 1
+    if not bands:
+        return None
+    tallest = max(range(len(bands)), key=lambda i: bands[i][1] - bands[i][0])
+    if bands[tallest][1] - bands[tallest][0] < FILE_LIST_ROWS:
+        return None
+    for top, bottom in bands[tallest + 1:]:
+        if top - bands[tallest][1] > FIELD_GAP:
+            return None
+        if FIELD_ROWS[0] <= bottom - top <= FIELD_ROWS[1]:
+            x = int(np.median(starts[top:bottom]))
+            return x, box[1] + top, int(np.median(lengths[top:bottom])), bottom - top
+    return None
+
+
+def typed_in(frame: np.ndarray, field: tuple[int, int, int, int]) -> int:
+    """How many dark (text) pixels the field holds."""
+    x, y, w, h = field
+    return int((frame[y + 2:y + h - 2, x + 2:x + w - 2] < DARK).all(axis=2).sum())
+
+
 def _export(ctx: OracleContext, number: int, attacker: str, replace: bool, retry: bool) -> Iterator[ActionLike]:
     """Wireshark: the display filter, then File > Export Specified Packets (displayed, all) to the evidence path."""
-    shark = ctx.truth["shark"]
+    shark, right = ctx.truth["shark"], ctx.truth["at"][0]
     if retry:  # close whatever a lost key left open (the dialog, a menu) first
         for _ in range(2):
             yield {"kind": "key", "keys": "Escape"}
@@ -348,14 +409,33 @@ def _export(ctx: OracleContext, number: int, attacker: str, replace: bool, retry
         yield {"kind": "key", "keys": "Down"}
     yield {"kind": "key", "keys": "Return"}
     shown = yield from _wait_box(ctx, before, DIALOG_MIN)
-    if not shown:
+    field = file_name_field(_frame(ctx), before, right) if shown else None
+    if field is None:
+        for _ in range(2):
+            yield {"kind": "key", "keys": "Escape"}
+        return
+    # The dialog opens in ~/evidence (the preferences) and adds '.pcap': a short name, no path for its completer to
+    # trip over under TCG. A click puts the keyboard into the field (under XFCE the dialog may open without it);
+    # the name is typed again until the field shows it.
+    name, empty = f"alert-{number}", None
+    for _try in range(TRIES):
+        yield {"kind": "click", "x": field[0] + field[2] // 2, "y": field[1] + field[3] // 2}
+        yield {"kind": "key", "keys": "ctrl+a"}
+        yield {"kind": "key", "keys": "BackSpace"}
+        empty = typed_in(_frame(ctx), field)
+        yield {"kind": "type", "text": name}
+        for _ in range(WAITS // 2):
+            yield {"kind": "wait", "seconds": 1}
+            if typed_in(_frame(ctx), field) >= empty + TYPED_PIXELS * len(name):
+                break
+        else:
+            continue
+        break
+    else:
         for _ in range(2):
             yield {"kind": "key", "keys": "Escape"}
         return
     dialog = _frame(ctx).copy()
-    # The dialog opens in ~/evidence (the preferences) and adds '.pcap': a short name, no path for its completer to
-    # trip over under TCG (a typed full path lost most of its characters there).
-    yield {"kind": "type", "text": f"alert-{number}"}
     yield {"kind": "key", "keys": "Return"}
     if replace and (yield from _wait_box(ctx, dialog, CONFIRM_MIN, tries=WAITS)):
         yield {"kind": "key", "keys": "alt+y"}
@@ -365,6 +445,7 @@ def _close(ctx: OracleContext, number: int, attacker: str, packets: int) -> Gene
     """Type the attacker and count at the board until it shows the case code ('' if never)."""
     want = re.compile(rf"ALERT {number} CLOSED: CASE ([A-Z2-9]{{6}})")
     for _try in range(TRIES):
+        yield _at(ctx, RAISE)
         yield _at(ctx, ENTRY)
         yield {"kind": "key", "keys": "Escape"}
         yield {"kind": "type", "text": f"{attacker} {packets}"}
