@@ -544,6 +544,6 @@ TASK = Task(
     apps=("Alert Board (python3-tk)", "wireshark-qt", "tshark"),
     max_steps=400,
     time_budget_s=3600.0,
-    draft="not yet validated in a VM: the oracle scores 1.0 against the host's Wireshark and tshark (seeds 0, 3, 6), "
-          "but in the guest the file name it types into Export Specified Packets did not arrive",
+    draft="validated clean in the VM on seed 0 only (oracle 1.0 in 140 steps, 13 switches, every adversary 0); "
+          "seeds 3 and 6 not yet run",
 )
