@@ -138,12 +138,15 @@ def test_the_conversion_program_applies_gaps_caps_and_refusals(tmp_path: Path) -
 
 
 @pytest.mark.unit
-def test_the_claim_total_program_sums_the_reimbursed_column(tmp_path: Path) -> None:
+def test_the_claim_rows_program_reads_back_what_the_checker_reads(tmp_path: Path) -> None:
     p = _plan(1)
     (tmp_path / "claim.ods").write_bytes(_claim(p["receipts"]))
-    out = subprocess.run([sys.executable, "-c", tcl.CLAIM_TOTAL_PY], capture_output=True, text=True, cwd=tmp_path,
+    out = subprocess.run([sys.executable, "-c", tcl.CLAIM_ROWS_PY], capture_output=True, text=True, cwd=tmp_path,
                          check=True).stdout
-    assert out.strip() == f"CLAIMTOTAL|{len(p['receipts'])}|{p['total']}"
+    rows = tcl.saved_rows("saved\n" + out)
+    assert rows == tcl.claim_rows(_claim(p["receipts"]))[0] and len(rows) == len(p["receipts"])
+    assert tcl.judge_claim(rows, p["receipts"]) == (len(p["receipts"]), [], [])
+    assert tcl.saved_rows("saved\n") is None and tcl.saved_rows("CLAIMROWS [oops\n") is None
 
 
 # ---- the clauses ------------------------------------------------------------------------------------------------
@@ -269,27 +272,52 @@ def test_the_desk_shows_receipts_as_pixels_logs_them_in_order_and_issues_a_refer
         proc.wait()
 
 
-@pytest.mark.unit
-def test_the_oracle_saves_the_claim_again_until_the_saved_form_has_every_line() -> None:
+def _drive_fill(saved: list[int | None]) -> tuple[str, list[dict[str, Any]], dict[str, Any]]:
+    """Run the oracle's claim typing against a fake shell whose n-th read-back of the saved form shows saved[n]
+    lines (None: the save never showed): (what it returned, its actions, the plan)."""
     p = _plan(0)
     receipts = [{k: str(r[k]) for k in ("number", "merchant", "date", "amount", "currency", "rate", "eur",
                                          "reimbursed")} for r in p["receipts"]]
     ctx = SimpleNamespace(truth={"calc": [0, 28, 1280, 690]}, obs={"terminal": ""})
     steps = tcl._fill_claim(ctx, receipts)  # type: ignore[arg-type]
-    actions, saves, result = [], 0, None
+    actions: list[dict[str, Any]] = []
+    rows = [[r[k] for k in ("merchant", "date", "amount", "currency", "rate", "eur", "reimbursed")] for r in receipts]
     action = next(steps)
     try:
         while True:
             actions.append(action)
-            if action.get("kind") == "shell" and "CLAIMTOTAL" in action.get("command", ""):
-                saves += 1  # the first save after typing shows a form not yet complete
-                lines = len(receipts) if saves > 1 else 2
-                ctx.obs = {"terminal": f"saved\nCLAIMTOTAL|{lines}|{p['total']}\n"}
+            if action.get("kind") == "shell" and "CLAIMROWS" in action.get("command", ""):
+                lines = saved.pop(0)
+                ctx.obs = {"terminal": "" if lines is None else f"saved\nCLAIMROWS {json.dumps(rows[:lines])}\n"}
             elif action.get("kind") == "shell":
                 ctx.obs = {"terminal": "saved\n"}
             action = steps.send(None)
     except StopIteration as stop:
-        result = stop.value
-    assert result == p["total"] and saves == 2
+        return stop.value, actions, p
+
+
+@pytest.mark.unit
+def test_the_oracle_saves_the_claim_again_until_the_save_shows() -> None:
+    result, actions, p = _drive_fill([None, 8])
+    assert result == p["total"]
     typed = [a["text"] for a in actions if a.get("kind") == "type"]
-    assert len(typed) == len(receipts) and typed[0].count("\t") == 6 and typed[0].endswith("\n")
+    assert len(typed) == len(p["receipts"]) and typed[0].count("\t") == 6 and typed[0].endswith("\n")
+    assert not any(a.get("keys") == "Delete" for a in actions)
+
+
+@pytest.mark.unit
+def test_the_oracle_clears_and_retypes_a_claim_saved_without_its_lines() -> None:
+    result, actions, p = _drive_fill([0, 8])
+    assert result == p["total"]
+    typed = [a["text"] for a in actions if a.get("kind") == "type"]
+    count = len(p["receipts"])
+    assert len(typed) == 2 * count + 1 and typed[count] == "\t".join(tcl.HEADER) + "\n"  # from A1, header too
+    assert typed[count + 1:] == typed[:count]
+    keys = [a["keys"] for a in actions if a.get("kind") == "key"]
+    assert keys[keys.index("Delete") - 1] == "ctrl+a" and keys[-1] == "ctrl+s"
+
+
+@pytest.mark.unit
+def test_the_oracle_gives_up_on_a_claim_that_never_saves_right() -> None:
+    result, _actions, _p = _drive_fill([3] * tcl.FILL_TRIES)
+    assert result == ""

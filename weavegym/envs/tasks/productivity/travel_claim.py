@@ -233,14 +233,13 @@ def judge_line(values: Sequence[str], want: Mapping[str, Any]) -> str:
     return "; ".join(wrong)
 
 
-def check_claim(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
-    rows, problem = claim_rows(probe.read_bytes(CLAIM))
-    if problem:
-        return Verdict.failed(problem)
-    by_merchant: dict[str, list[list[str]]] = {}
+def judge_claim(rows: Sequence[Sequence[str]], receipts: Sequence[Mapping[str, Any]]) -> tuple[int, list[str],
+                                                                                            list[str]]:
+    """(receipts with one right line, what is wrong with the others, merchants of lines for no receipt)."""
+    by_merchant: dict[str, list[Sequence[str]]] = {}
     for values in rows:
         by_merchant.setdefault(nfc(values[0]), []).append(values)
-    wanted = {nfc(r["merchant"]): r for r in truth["receipts"]}
+    wanted = {nfc(r["merchant"]): r for r in receipts}
     wrong, right = [], 0
     for name, want in wanted.items():
         lines = by_merchant.get(name, [])
@@ -249,7 +248,15 @@ def check_claim(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
             wrong.append(f"{name}: {why}")
         else:
             right += 1
-    extra = [name for name in by_merchant if name not in wanted]
+    return right, wrong, [name for name in by_merchant if name not in wanted]
+
+
+def check_claim(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
+    rows, problem = claim_rows(probe.read_bytes(CLAIM))
+    if problem:
+        return Verdict.failed(problem)
+    right, wrong, extra = judge_claim(rows, truth["receipts"])
+    wanted = truth["receipts"]
     evidence = (f"{right}/{len(wanted)} receipts on the claim form right" +
                 (f"; {'; '.join(wrong[:3])}" if wrong else "") + (f"; lines for no receipt: {extra[:3]}" if extra
                                                                    else ""))
@@ -320,7 +327,7 @@ def check_justification(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
 
 MARK = "/tmp/claim-save.mark"
 CALC_CLICK = (240, 420)  # an empty cell of Calc's, left of the desk (from Calc's top-left)
-SHOW_TRIES, LOG_TRIES, WAITS, SAVE_TRIES = 4, 3, 8, 3
+SHOW_TRIES, LOG_TRIES, WAITS, SAVE_TRIES, FILL_TRIES = 4, 3, 8, 3, 3
 
 
 def convert_program(receipt: Mapping[str, str]) -> str:
@@ -343,20 +350,29 @@ print("CONVERT", r["number"], rate, eur, paid.quantize(Decimal("0.01"), rounding
 """
 
 
-CLAIM_TOTAL_PY = """import zipfile, xml.etree.ElementTree as ET
-from decimal import Decimal
+CLAIM_ROWS_PY = """import json, zipfile, xml.etree.ElementTree as ET
 T = '{urn:oasis:names:tc:opendocument:xmlns:table:1.0}'
 O = '{urn:oasis:names:tc:opendocument:xmlns:office:1.0}'
 root = ET.fromstring(zipfile.ZipFile('claim.ods').read('content.xml'))
-total, lines = Decimal(0), 0
+rows = []
 for row in root.iter(T + 'table-row'):
     cells = []
     for c in row:
-        cells += [c] * min(int(c.get(T + 'number-columns-repeated', '1')), 16)
-    if len(cells) > 6 and cells[6].get(O + 'value') is not None:
-        total += Decimal(cells[6].get(O + 'value'))
-        lines += 1
-print('CLAIMTOTAL', lines, total.quantize(Decimal('0.01')), sep='|')
+        if c.tag in (T + 'table-cell', T + 'covered-table-cell'):
+            cells += [c] * min(int(c.get(T + 'number-columns-repeated', '1')), 16)
+    values = []
+    for c in cells[:7]:
+        kind = c.get(O + 'value-type')
+        if kind in ('float', 'currency', 'percentage'):
+            values.append(c.get(O + 'value', ''))
+        elif kind == 'date':
+            values.append(c.get(O + 'date-value', '')[:10])
+        else:
+            values.append(''.join(c.itertext()))
+    values += [''] * (7 - len(values))
+    if any(v.strip() for v in values) and values[0].strip() != 'Merchant':
+        rows.append(values)
+print('CLAIMROWS', json.dumps(rows[:100]))
 """
 
 
@@ -364,6 +380,18 @@ def wait_saved(seconds: int = 100) -> str:
     """Shell code that waits until Calc has saved claim.ods since MARK was touched, then prints "saved"."""
     return (f"timeout {seconds} sh -c 'until [ -n \"$(find ~/claims/claim.ods -newer {MARK})\" ]; do sleep 0.3; "
             "done' && echo saved")
+
+
+def saved_rows(terminal: str) -> list[list[str]] | None:
+    """The claim's lines as CLAIM_ROWS_PY printed them from the saved form, or None when it printed none."""
+    found = re.search(r"^CLAIMROWS (\[.*\])$", terminal, re.M)
+    if found is None:
+        return None
+    try:
+        rows = json.loads(found.group(1))
+    except ValueError:
+        return None
+    return [[str(v) for v in row] for row in rows if isinstance(row, list)]
 
 
 def _screen(ctx: OracleContext) -> Any:
@@ -437,34 +465,52 @@ def _log(ctx: OracleContext, receipt: Mapping[str, str], count: int) -> Generato
     return False
 
 
-def _fill_claim(ctx: OracleContext, receipts: Sequence[Mapping[str, str]]) -> Generator[ActionLike, Any, str]:
-    """Type one line per receipt into Calc from A2, save, and total the saved form from the shell: its total, or
-    "" when the saved form never showed every line. LibreOffice runs its shortcuts after the typed text that
-    follows them, so the move to A2 ends with ctrl+s and the typing waits for the save; under load a save can
-    come late, so the save is checked (and repeated) until the file has every line."""
-    x, y, _w, h = ctx.truth["calc"]
-    cell = {"kind": "click", "x": x + CALC_CLICK[0], "y": y + min(CALC_CLICK[1], h - 80)}  # an empty cell: focus
-    yield cell
-    for _attempt in range(3):
+def _saved(ctx: OracleContext, cell: Mapping[str, Any], keys: Sequence[str]) -> Generator[ActionLike, Any, bool]:
+    """Press ``keys`` in Calc, then ctrl+s, and wait until the form is saved: LibreOffice runs its shortcuts after
+    the typed text that follows them, so typing waits for a save the keys end with. A lost save (the focus gone
+    under load) is tried again after a click on an empty cell."""
+    for attempt in range(SAVE_TRIES):
+        if attempt:
+            yield cell
         yield {"kind": "shell", "command": f"touch {MARK}"}
-        for key in ("ctrl+Home", "Down", "ctrl+s"):
+        for key in (*keys, "ctrl+s"):
             yield {"kind": "key", "keys": key}
         yield {"kind": "shell", "timeout": 150, "command": wait_saved(120)}
         if "saved" in _terminal(ctx):
-            break
-    for r in receipts:  # Tab along the line; Enter goes back to column A of the next line
-        fields = (r["merchant"], r["date"], r["amount"], r["currency"], r["rate"], r["eur"], r["reimbursed"])
-        yield {"kind": "type", "text": "\t".join(fields) + "\n"}
-    for attempt in range(SAVE_TRIES):
-        if attempt:  # the focus may have gone: a click on an empty cell is harmless now the lines are typed
-            yield cell
-        yield {"kind": "shell", "command": f"touch {MARK}"}
-        yield {"kind": "key", "keys": "ctrl+s"}
-        yield {"kind": "shell", "timeout": 210,
-               "command": f"{wait_saved(180)} && cd ~/claims && python3 - <<'EOF'\n{CLAIM_TOTAL_PY}EOF"}
-        found = re.search(r"CLAIMTOTAL\|(\d+)\|([0-9.]+)", _terminal(ctx))
-        if found and int(found.group(1)) >= len(receipts):
-            return found.group(2)
+            return True
+    return False
+
+
+def _fill_claim(ctx: OracleContext, receipts: Sequence[Mapping[str, str]]) -> Generator[ActionLike, Any, str]:
+    """Type the claim form in Calc and save it, then read the saved form back from the shell and check every line
+    against what was typed: its total when it is right, else the sheet is cleared and typed again from A1 (the
+    header too); "" when it never came out right. Under load a typed line can be lost or land where a late
+    cursor key put it; clearing and retyping makes every attempt start from the same empty sheet."""
+    x, y, _w, h = ctx.truth["calc"]
+    cell = {"kind": "click", "x": x + CALC_CLICK[0], "y": y + min(CALC_CLICK[1], h - 80)}  # an empty cell: focus
+    lines = [[r["merchant"], r["date"], r["amount"], r["currency"], r["rate"], r["eur"], r["reimbursed"]]
+             for r in receipts]
+    for attempt in range(FILL_TRIES):
+        yield cell
+        keys = ("ctrl+Home", "Down") if not attempt else ("ctrl+Home", "ctrl+a", "Delete", "ctrl+Home")
+        if not (yield from _saved(ctx, cell, keys)):
+            continue
+        for values in (lines if not attempt else [HEADER, *lines]):  # Tab along; Enter goes back to column A
+            yield {"kind": "type", "text": "\t".join(values) + "\n"}
+        for save in range(SAVE_TRIES):
+            if save:  # the focus may have gone: a click on an empty cell is harmless now the lines are typed
+                yield cell
+            yield {"kind": "shell", "command": f"touch {MARK}"}
+            yield {"kind": "key", "keys": "ctrl+s"}
+            yield {"kind": "shell", "timeout": 210,
+                   "command": f"{wait_saved(180)} && cd ~/claims && python3 - <<'EOF'\n{CLAIM_ROWS_PY}EOF"}
+            rows = saved_rows(_terminal(ctx))
+            if rows is None:
+                continue  # not saved yet
+            right, _wrong, extra = judge_claim(rows, receipts)
+            if right == len(receipts) and not extra:
+                return tc.money(sum(Decimal(r["reimbursed"]) for r in receipts))
+            break  # saved, but not what was typed: clear the sheet and type it again
     return ""
 
 
@@ -542,6 +588,6 @@ TASK = Task(
     apps=("Travel Desk: Receipt Viewer and Claims Portal (python3-tk)", "libreoffice-calc", "sqlite3", "python3"),
     max_steps=260,
     time_budget_s=2700.0,
-    draft="oracle 0.5 on seed 0 (the saved claim form had no lines); its save-and-check retry is not yet validated, "
-          "seeds 3 and 6 not run",
+    draft="oracle 0.5 on seed 0 (the saved claim form had no lines); its read-back-and-retype of the claim form is "
+          "not yet validated, seeds 3 and 6 not run",
 )
