@@ -281,10 +281,11 @@ def _edit_text(ctx: OracleContext, point: tuple[int, int], area: list[int], eras
     start the editing is retried; no key is typed while Dia is not editing (it would take the keys as shortcuts).
     Returns whether the text was typed."""
     scale = ctx.truth["view"][2]
-    for _ in range(3):
+    for attempt in range(3):
         yield from _settled(ctx)
         yield from _focus(ctx)
-        yield _tool(ctx, nm.TEXT_TOOL)
+        # the tool's button; on the second try its shortcut (F2) instead, after the click that gave Dia the keyboard
+        yield {"kind": "key", "keys": "F2"} if attempt == 1 else _tool(ctx, nm.TEXT_TOOL)
         yield _click(point)
         if (yield from _until(ctx, lambda screen: nm.editing(screen, area, scale))):
             yield {"kind": "key", "keys": "End"}
