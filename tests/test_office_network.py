@@ -171,9 +171,9 @@ def test_the_oracles_read_back_runs_in_the_real_bash_and_python(tmp_path: Path) 
     d = nm.parse_dia(SAVED)
 
     ctx = SimpleNamespace(obs={"terminal": out})
-    digest, labels, pairs = on._shown(ctx)  # type: ignore[arg-type]
+    digest, labels, pairs, loose = on._shown(ctx)  # type: ignore[arg-type]
     assert digest == hashlib.sha256(path.read_bytes()).hexdigest()
-    assert sorted(labels) == sorted(d["labels"].values()) and sorted(pairs) == sorted(d["edges"])
+    assert sorted(labels) == sorted(d["labels"].values()) and sorted(pairs) == sorted(d["edges"]) and loose == 0
     for stop in W0["stops"]:
         kind = stop["kind"]
         name = {"RELABEL": W0["relabel"]["old"], "REMOVED": W0["remove"]["name"]}.get(kind, W0["install"]["name"])
@@ -204,6 +204,95 @@ def test_dias_view_and_toolbox_are_found_in_a_drawn_screen() -> None:
     assert nm.find_box_tool(image, [448, 220, 160, 376]) == (468, 327)
     assert nm.find_view(np.full((720, 1280, 3), 255, np.uint8), [598, 140, 648, 516]) is None
 
+
+
+VIEW = [630.5, 193.0, 20.0]  # Dia's view at 100 % in the placed window (as setup finds it)
+
+
+def _canvas() -> np.ndarray:
+    return np.full((720, 1280, 3), 255, np.uint8)
+
+
+@pytest.mark.unit
+def test_dias_text_editing_and_selection_are_told_from_the_screen() -> None:
+    corner = nm.box_of(W0, W0["relabel"]["old"])
+    area = nm.box_area(VIEW, corner)
+    plain = _canvas()
+    x, y = nm.text_point(VIEW, corner)
+    plain[y - 5:y + 4, x - 30:x + 30] = 0  # the label's glyphs, black
+    assert not nm.editing(plain, area, VIEW[2]) and nm.selected(plain, area) == 0
+    edited = plain.copy()
+    edited[y - 8:y + 7, x - 34:x - 30] = nm.HIGHLIGHT  # the highlight behind the text being edited
+    assert nm.editing(edited, area, VIEW[2]) and not nm.editing(edited, nm.box_area(VIEW, (0.4, 1.0)), VIEW[2])
+    at = nm.NEW_AT[0]
+    fresh, where = _canvas(), nm.new_box_area(VIEW, at)
+    bx, by = nm.new_box_point(VIEW, at)
+    fresh[by - 7:by + 8, bx:bx + 2] = 128  # an empty new box's grey cursor
+    assert nm.editing(fresh, where, VIEW[2])
+    short = _canvas()
+    short[by - 4:by + 4, bx:bx + 2] = 128  # a capital letter's stroke is shorter than the cursor
+    assert not nm.editing(short, where, VIEW[2])
+    chosen = plain.copy()
+    chosen[y - 3:y + 3, x + 40:x + 46] = (0, 255, 0)
+    chosen[y + 10:y + 16, x:x + 6] = (255, 0, 0)  # a line's end connected to a box: red
+    assert nm.selected(chosen, area) == 72
+    assert nm.tool_point((471, 335), nm.TEXT_TOOL) == (510, 154)
+
+
+def _ctx(screen: np.ndarray) -> Any:
+    truth = {"view": VIEW, "box_tool": [471, 335], "canvas": [598, 140, 648, 516],
+             "boxes": [[label, x, y] for label, x, y in nm.boxes(W0)]}
+    return SimpleNamespace(obs={"screen": screen, "terminal": ""}, truth=truth)
+
+
+@pytest.mark.unit
+def test_the_oracle_types_a_label_only_while_dia_shows_the_text_edited() -> None:
+    r = W0["relabel"]
+    corner = nm.box_of(W0, r["old"])
+    idle = _ctx(_canvas())
+    acts = list(on._relabel(idle, corner, 12, r["new"]))
+    assert not [a for a in acts if a["kind"] == "type" or a.get("keys") in ("BackSpace", "End")]
+    assert sum(a == on._click(nm.tool_point([471, 335], nm.TEXT_TOOL)) for a in acts) == 2  # tried three times:
+    assert sum(a.get("keys") == "F2" for a in acts) == 1  # with the tool's button, its shortcut, the button
+    editing = _canvas()
+    x, y = nm.text_point(VIEW, corner)
+    editing[y - 8:y + 7, x - 30:x + 30] = nm.HIGHLIGHT
+    acts = list(on._relabel(_ctx(editing), corner, 12, r["new"]))
+    kinds = [a.get("keys", a["kind"]) for a in acts]
+    start = kinds.index("End")
+    assert kinds[start + 1:start + 13] == ["BackSpace"] * 12 and acts[start + 13] == {"kind": "type", "text": r["new"]}
+    chosen = _canvas()
+    deleting = list(on._delete(_ctx(chosen), (700, 400)))
+    assert all(a.get("keys") != "Delete" for a in deleting)  # nothing shows selected: no Delete
+
+
+@pytest.mark.unit
+def test_a_retry_mends_what_a_lost_step_left() -> None:
+    r, ins = W0["relabel"], W0["install"]
+    known = {label for label, _, _ in nm.boxes(W0)}
+    editing = _canvas()
+    editing[:, :, 2][200:650, 630:1250] = 179  # everywhere looks edited: follow the actions the oracle picks
+
+    def first_texts(kind: str, name: str, other: str, switch: str, back: Any, known: set[str]) -> list[Any]:
+        return [a for a in on._apply(_ctx(editing), kind, name, other, switch, back, known)
+                if a["kind"] in ("type", "drag") or a.get("keys") == "BackSpace"]
+
+    half = [x if x != r["old"] else r["old"][:3] + r["new"] for x in known]  # the old label half erased
+    acts = first_texts("RELABEL", r["old"], r["new"], r["switch"], (half, [], 0), (known - {r["old"]}) | {r["new"]})
+    assert acts[-1] == {"kind": "type", "text": r["new"]}
+    assert len(acts) - 1 >= len(r["old"][:3] + r["new"])  # enough BackSpaces for the whole mangled label
+    assert first_texts("RELABEL", r["old"], r["new"], r["switch"], ([*known - {r["old"]}, r["new"]], [], 0),
+                       known | {r["new"]}) == []  # it took: nothing again
+    done = known | {ins["name"]}
+    unlabelled = [*known, ""]  # the new box is there without its label: it is labelled, not added twice
+    acts = first_texts("INSTALLED", ins["name"], ins["switch"], ins["switch"], (unlabelled, [], 0), done)
+    assert acts[-2:-1] == [{"kind": "type", "text": ins["name"]}] and acts[-1]["kind"] == "drag"
+    pair = tuple(sorted((ins["switch"], ins["name"])))
+    acts = list(on._apply(_ctx(editing), "INSTALLED", ins["name"], ins["switch"], ins["switch"],
+                          ([*known, ins["name"]], [pair], 1), done))
+    assert not [a for a in acts if a["kind"] in ("type", "drag")]  # a loose line is only deleted...
+    assert on._took("INSTALLED", ins["name"], ins["switch"], ins["switch"], [*known, ins["name"]], [pair], 0)
+    assert not on._took("INSTALLED", ins["name"], ins["switch"], ins["switch"], [*known, ins["name"]], [pair], 1)
 
 # ---- the real survey on a real X server, through the real guest agent -----------------------------------------
 

@@ -387,3 +387,79 @@ def find_box_tool(image: np.ndarray, area: Sequence[int]) -> tuple[int, int] | N
                     inside.mean() > 0.9:
                 return x + int(start) + size // 2, y + row + size // 2
     return None
+
+
+# Dia's toolbox buttons, as offsets from the Flowchart sheet's box icon (find_box_tool): the Modify tool (arrow),
+# the Edit Text tool (I-beam) and the Line tool. A click on a button picks a tool whatever has the keyboard focus.
+MODIFY_TOOL, TEXT_TOOL, LINE_TOOL = (2, -181), (39, -181), (39, -109)
+HIGHLIGHT = (255, 255, 179)  # Dia 0.97 draws the text being edited on this light yellow
+
+
+def tool_point(box_tool: Sequence[int], offset: tuple[int, int]) -> tuple[int, int]:
+    return int(box_tool[0]) + offset[0], int(box_tool[1]) + offset[1]
+
+
+def screen_area(view: Sequence[float], x0: float, y0: float, x1: float, y1: float) -> list[int]:
+    """The screen rectangle [x, y, width, height] of the diagram's rectangle (cm) from (x0, y0) to (x1, y1)."""
+    (a, b), (c, d) = to_screen(view, x0, y0), to_screen(view, x1, y1)
+    return [a, b, max(c - a, 1), max(d - b, 1)]
+
+
+def box_area(view: Sequence[float], corner: tuple[float, float]) -> list[int]:
+    """A box of the diagram and a margin around it on the screen."""
+    return screen_area(view, corner[0] - 0.4, corner[1] - 0.4, corner[0] + BOX_W + 0.4, corner[1] + BOX_H + 0.4)
+
+
+def new_box_area(view: Sequence[float], at: tuple[float, float]) -> list[int]:
+    """Where a box Dia creates with a click at ``at`` (its top-left corner) sits, with a margin (its text included)."""
+    return screen_area(view, at[0] - 0.4, at[1] - 0.4, at[0] + BOX_W + 1.5, at[1] + 2.6)
+
+
+def new_box_point(view: Sequence[float], at: tuple[float, float]) -> tuple[int, int]:
+    """The centre of a box Dia created with a click at ``at``: where its (empty or short) text sits."""
+    return to_screen(view, at[0] + 1.1, at[1] + 1.0)
+
+
+def _crop(image: np.ndarray, area: Sequence[int]) -> np.ndarray:
+    x, y, width, height = (int(v) for v in area)
+    return image[max(y, 0):max(y + height, 0), max(x, 0):max(x + width, 0), :3].astype(int)
+
+
+def highlighted(image: np.ndarray, area: Sequence[int]) -> int:
+    """How many pixels in ``area`` show Dia's text-edit highlight."""
+    crop = _crop(image, area)
+    return int((np.abs(crop - np.array(HIGHLIGHT)).max(axis=2) <= 12).sum())
+
+
+def text_cursor(image: np.ndarray, area: Sequence[int], scale: float) -> bool:
+    """Whether ``area`` shows Dia's text cursor: a thin grey vertical bar as tall as a text line (taller than a
+    capital letter's stroke), with light pixels either side of it."""
+    crop = _crop(image, area)
+    if crop.shape[0] < 3 or crop.shape[1] < 5:
+        return False
+    grey = (crop.max(axis=2) - crop.min(axis=2) <= 12) & (crop.max(axis=2) >= 80) & (crop.max(axis=2) <= 175)
+    light = crop.min(axis=2) >= 170
+    bar = np.zeros(grey.shape, bool)
+    bar[:, 1:-2] = (grey[:, 1:-2] | grey[:, 2:-1]) & light[:, :-3] & light[:, 3:]
+    need = max(int(0.85 * FONT_H * scale), 6)
+    for col in range(bar.shape[1]):
+        run = 0
+        for value in bar[:, col]:
+            run = run + 1 if value else 0
+            if run >= need:
+                return True
+    return False
+
+
+def editing(image: np.ndarray, area: Sequence[int], scale: float) -> bool:
+    """Whether Dia is editing a text in ``area``: its highlight behind the text, or the cursor of an empty one."""
+    return highlighted(image, area) >= 20 or text_cursor(image, area, scale)
+
+
+def selected(image: np.ndarray, area: Sequence[int]) -> int:
+    """How many pixels in ``area`` show Dia's selection handles: pure green squares, or red ones where a line's end
+    is connected to an object."""
+    crop = _crop(image, area)
+    green = (crop[..., 1] >= 230) & (crop[..., 0] <= 30) & (crop[..., 2] <= 30)
+    red = (crop[..., 0] >= 180) & (crop[..., 1] <= 30) & (crop[..., 2] <= 30)
+    return int((green | red).sum())
