@@ -551,6 +551,4 @@ TASK = Task(
     apps=("dia", "Site Survey (python3-tk)", "sqlite3", "dia CLI"),
     max_steps=360,  # the oracle takes about 100 steps; more with waits for redraws and retries of lost steps
     time_budget_s=3000.0,
-    draft="not yet validated in a VM: on the host's Dia the oracle satisfies every clause (seeds 0, 3, 6), but in the "
-          "guest its first label edit never entered Dia's text editing (the typed label became shortcuts)",
 )
