@@ -588,6 +588,4 @@ TASK = Task(
     apps=("Travel Desk: Receipt Viewer and Claims Portal (python3-tk)", "libreoffice-calc", "sqlite3", "python3"),
     max_steps=260,
     time_budget_s=2700.0,
-    draft="oracle 0.5 on seed 0 (the saved claim form had no lines); its read-back-and-retype of the claim form is "
-          "not yet validated, seeds 3 and 6 not run",
 )
