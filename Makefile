@@ -115,8 +115,15 @@ test-host: setup
 	WEAVEGYM_CACHE_DIR=$(CACHE_DIR) $(PY) -m pytest -q -m "(unit or xvfb) and not serial" -n 2 --dist loadfile \
 		--durations=25
 
-# The VM tier alone (needs the base image: built or reused).
+# The VM tier alone (needs the base image: built or reused). It first makes the host's prepared states (the
+# booted desktop, and variant 0 of the tasks the VM tests play) with a long boot deadline, outside any test:
+# tests whose subject is not the cold boot then start their VMs by a restore instead of a boot of their own,
+# and no test's deadline has to cover the first boot on a busy machine. Cold boots stay tested where they are
+# the subject (test_libvirt_vm, the env's default path in test_env_episode and test_env_gym, the wheel).
+VM_TEST_TASKS := Weave-Productivity-1,Weave-DevOps-1,Weave-Design-1
 test-vm: image
+	WEAVEGYM_CACHE_DIR=$(CACHE_DIR) WEAVEGYM_BOOT_TIMEOUT_S=1200 $(VENV)/bin/weavegym prepare \
+	  "$(VM_TEST_TASKS)" --variants 1
 	WEAVEGYM_CACHE_DIR=$(CACHE_DIR) $(PY) -m pytest -q -m "vm and not full_image and not heavy" --durations=40
 
 # Long multi-VM scenarios on the base image (Ray with a killed actor, a killed run resumed): about 4.5 minutes

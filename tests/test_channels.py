@@ -29,7 +29,8 @@ pytestmark = pytest.mark.vm
 
 @pytest.fixture(scope="module")
 def vm():
-    with LibvirtVM(LibvirtConfig(accel="tcg")) as machine:
+    # Restores the host's booted desktop (`make test-vm` prepares it): the channels are the subject, not the boot.
+    with LibvirtVM(LibvirtConfig(accel="tcg", prepared_states=True)) as machine:
         yield machine
 
 

@@ -39,8 +39,10 @@ def test_an_unknown_agent_is_refused_before_anything_starts(tmp_path: Path) -> N
 def test_a_run_whose_episodes_errored_exits_non_zero(tmp_path: Path) -> None:
     # No image in this cache folder: every attempt fails at env start, before any VM.
     result = _cli("run", "--agent", "noop", "--tasks", "Weave-DevOps-1", "--out", str(tmp_path / "run"),
-                  env={"WEAVEGYM_CACHE_DIR": str(tmp_path / "empty-cache")})
+                  "--prepared-states", env={"WEAVEGYM_CACHE_DIR": str(tmp_path / "empty-cache")})
     assert result.returncode == 1, result.stderr
+    # --prepared-states reaches every worker's env (run.json records the options the envs were made with).
+    assert json.loads((tmp_path / "run" / "run.json").read_text())["env_options"] == {"prepared_states": True}
     assert "1 of 1 episode(s) did not finish (1 errored)" in " ".join(result.stderr.split())
     episode = json.loads((tmp_path / "run" / "Weave-DevOps-1" / "ep0" / "episode.json").read_text())
     assert episode["status"] == "error" and "no 'base' image" in episode["error"]

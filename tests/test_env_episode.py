@@ -310,10 +310,11 @@ def test_close_twice_and_reset_after_close() -> None:
 
 def test_the_stateless_shell_plays_the_same_episode() -> None:
     """EnvConfig(persistent_shell=False), a bash per command: the same terminal semantics and the same score, on a
-    VM of its own."""
+    VM of its own, restored from the host's prepared states (`make test-vm` makes them before the tests, so no
+    first boot runs on this test's deadline)."""
     from weavegym.ops.validation import run_policy
 
-    env = WeaveEnv(TASK_ID, persistent_shell=False)
+    env = WeaveEnv(TASK_ID, persistent_shell=False, prepared_states=True)
     try:
         env.reset(seed=0)
         obs, *_ = env.step('shell("cd /tmp && export WEAVE_X=42 && whoami")')

@@ -268,7 +268,9 @@ def test_reset_recovers_after_qemu_is_killed(vm: LibvirtVM) -> None:
 
 def test_two_envs_run_side_by_side_without_collisions(vm: LibvirtVM) -> None:
     assert vm.client is not None
-    with LibvirtVM(LibvirtConfig(accel="tcg")) as other:
+    # A restore of the host's booted desktop (`make test-vm` prepares it): a second VM's names, ports and
+    # folders are the subject here, and the module's VM already covers the cold boot.
+    with LibvirtVM(LibvirtConfig(accel="tcg", prepared_states=True)) as other:
         assert other.client is not None
         assert other.name != vm.name
         assert other.vnc.port != vm.vnc.port and other.agent_target != vm.agent_target
@@ -290,7 +292,7 @@ def test_a_process_killed_mid_episode_leaves_no_vm_and_gc_the_rest(vm: LibvirtVM
     script = textwrap.dedent("""
         import json, sys, time
         from weavegym.machine.backends.libvirt_vm import LibvirtConfig, LibvirtVM
-        vm = LibvirtVM(LibvirtConfig(accel="tcg")).start()
+        vm = LibvirtVM(LibvirtConfig(accel="tcg", prepared_states=True)).start()  # a restore: cleanup is the subject
         vm.client.exec("echo mid-episode > /tmp/state")
         print(json.dumps({"name": vm.name, "run_dir": str(vm.config.cache_dir / "run" / vm.name)}), flush=True)
         time.sleep(3600)
@@ -323,7 +325,7 @@ def test_a_process_that_exits_without_close_leaves_nothing() -> None:
     script = textwrap.dedent("""
         import json
         from weavegym.machine.backends.libvirt_vm import LibvirtConfig, LibvirtVM
-        vm = LibvirtVM(LibvirtConfig(accel="tcg")).start()
+        vm = LibvirtVM(LibvirtConfig(accel="tcg", prepared_states=True)).start()  # a restore: cleanup is the subject
         print(json.dumps({"name": vm.name, "run_dir": str(vm.config.cache_dir / "run" / vm.name)}))
         # no close(): the interpreter exits with the VM object still alive
     """)

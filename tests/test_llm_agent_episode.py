@@ -26,7 +26,7 @@ pytestmark = [pytest.mark.vm, pytest.mark.timeout(900)]
 def test_llm_agent_solves_productivity_1_against_the_scripted_server() -> None:
     # A task whose oracle is fixed once the truth is known: the script is written before the episode runs
     # (DevOps-1's build id, for one, exists only once the repaired service runs).
-    env = WeaveEnv("Weave-Productivity-1")
+    env = WeaveEnv("Weave-Productivity-1", prepared_states=True)  # a restore, not a boot: the agent is the subject
     try:
         obs, info = env.reset(seed=0)
         ctx = OracleContext(env.prepared.params, env.prepared.truth, env.config.screen_size, obs, info)

@@ -25,7 +25,7 @@ def _episode_files(ep: Path) -> tuple[list[dict], dict, dict]:
 def test_run_oracle_two_workers_writes_every_file(tmp_path: Path) -> None:
     out = tmp_path / "run"
     result = subprocess.run([*CLI, "run", "--agent", "oracle", "--tasks", "Weave-Productivity-1,Weave-DevOps-1",
-                             "--workers", "2",
+                             "--workers", "2", "--prepared-states",  # restores: the runner is the subject
                              "--out", str(out)], capture_output=True, text=True, timeout=1200)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "pass rate" in result.stdout and "100%" in result.stdout

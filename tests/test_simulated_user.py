@@ -415,7 +415,8 @@ def test_the_local_backend_refuses_a_simulated_user_instead_of_adding_an_account
 
 @pytest.fixture(scope="module")
 def vm() -> Iterator[LibvirtVM]:
-    with LibvirtVM(LibvirtConfig(accel="tcg")) as machine:
+    # Restores the host's booted desktop (`make test-vm` prepares it): the accounts are the subject, not the boot.
+    with LibvirtVM(LibvirtConfig(accel="tcg", prepared_states=True)) as machine:
         yield machine
 
 

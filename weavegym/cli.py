@@ -471,6 +471,7 @@ def run(
     resume: bool = typer.Option(False, help="Skip episodes that already finished in OUT."),
     seed: int = typer.Option(0, help="Task seed of episode 0."),
     max_steps: int | None = typer.Option(None, min=1, help="Override every task's max_steps."),
+    prepared_states: bool = typer.Option(False, help="Envs restore the host's prepared states (no boot per task)."),
     llm_base_url: str | None = typer.Option(None, help="llm agent: OpenAI-compatible base URL (…/v1)."),
     llm_model: str | None = typer.Option(None, help="llm agent: model name."),
 ) -> None:
@@ -487,7 +488,9 @@ def run(
         err.print(f"[red]no task matches {tasks!r}[/red]")
         raise typer.Exit(2)
     agent_options = {k: v for k, v in {"base_url": llm_base_url, "model": llm_model}.items() if v is not None}
-    env_options = {"max_steps": max_steps} if max_steps else {}
+    env_options: dict[str, object] = {"max_steps": max_steps} if max_steps else {}
+    if prepared_states:
+        env_options["prepared_states"] = True
     config = RunConfig(agent=agent, tasks=tuple(selected), out=out, episodes=episodes, workers=workers,
                        resume=resume, seed=seed, agent_options=agent_options, env_options=env_options)
     columns = (TextColumn("{task.description:<40}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
