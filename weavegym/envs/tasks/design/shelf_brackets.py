@@ -393,7 +393,7 @@ def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
         for _round in range(TRIES):
             yield from _model(ctx, dims, hole_d, part, exists)
             yield {"kind": "shell", "timeout": 150, "command": measure_command(part, density)}
-            exists = f"STL {part} EXISTS" in _terminal(ctx)
+            exists = exists or re.search(rf"^STL {part} EXISTS\s*$", _terminal(ctx), re.M) is not None
             got = re.findall(rf"^MEASURED {part} ([0-9.]+) ([0-9.]+)\s*$", _terminal(ctx), re.M)
             if got and abs(float(got[-1][0]) - expected) <= 0.0005 * expected:
                 measured = float(got[-1][0]), float(got[-1][1])
@@ -438,7 +438,7 @@ TASK = Task(
         Clause("brackets_modelled", "each STL is its part's bracket: size, volume, holes with the clearance",
                check_brackets, weight=3.0, critical=True, cap=0.3),
         Clause("sketch_confirmed", "the sketch confirmed every part with the right mass and the STL as it is now",
-               check_confirmed, weight=2.0, critical=True, cap=0.5),
+               check_confirmed, weight=2.0, critical=True, cap=0.0),  # no confirmation: no work seen at all
         Clause("bill_of_materials", "the bill lists every part with the sketch's code, its volume, mass and quantity",
                check_bom, weight=2.0, critical=True, cap=0.5),
     ),
