@@ -307,6 +307,19 @@ def _dialog(ctx: OracleContext, before: np.ndarray, min_size: tuple[int, int]) -
     return False
 
 
+def _changed(ctx: OracleContext, before: np.ndarray, pixels: int) -> Generator[ActionLike, Any, bool]:
+    """Waits until at least ``pixels`` px differ from ``before`` and two looks agree; whether they did."""
+    previous = None
+    for _ in range(WAITS):
+        frame = _frame(ctx)
+        if (previous is not None and int(changed_pixels(frame, before).sum()) >= pixels
+                and int(changed_pixels(frame, previous).sum()) <= 400):
+            return True
+        previous = frame
+        yield {"kind": "wait", "seconds": 1}
+    return False
+
+
 def _model(ctx: OracleContext, dims: Mapping[str, int], hole_d: float, part: int, exists: bool
            ) -> Iterator[ActionLike]:
     """Type the part's model over the editor's text, render it (F6) and export it as STL (F7) to its path."""
@@ -333,8 +346,9 @@ def _model(ctx: OracleContext, dims: Mapping[str, int], hole_d: float, part: int
     yield {"kind": "type", "text": sc.stl_path(part)}
     before = _frame(ctx).copy()
     yield {"kind": "key", "keys": "Return"}
-    if exists:  # "bracket-N.stl already exists. Do you want to replace it?"
-        asked = yield from _dialog(ctx, before, (150, 60))
+    if exists:  # "bracket-N.stl already exists. Do you want to replace it?" (grey on the grey file dialog:
+        # not a box of change, but its focus greys the file dialog's title bar too)
+        asked = yield from _changed(ctx, before, 3000)
         if asked:
             yield {"kind": "key", "keys": "alt+y"}
 
