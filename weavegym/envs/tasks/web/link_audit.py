@@ -464,4 +464,5 @@ TASK = Task(
     apps=("SEO Audit (python3-tk)", "firefox-esr", "sqlite3", "python3"),
     max_steps=160,
     time_budget_s=2400.0,
+    draft="not validated in the VM yet",
 )
