@@ -313,16 +313,21 @@ new = new or next(p for p, v in pages.items() if v[0] == text)
 print(f"FIX|{{path}}|{{old}}|{{new}}")
 PY"""
 FIX = re.compile(r"^FIX\|(/\S*)\|(/\S*)\|(/\S*)$")
-REPORT_SCRIPT = "python3 - <<'PY'\n" + CRAWL + r"""
+RECORD = "python3 - <<'PY'\n" + CRAWL + r"""
 import json
-fixes = {fixes!r}
+path = os.path.expanduser("~/outbox/audit.json")
+report = json.load(open(path)) if os.path.exists(path) else []
+fix = {fix!r}
+report = [item for item in report if item["finding"] != fix["finding"]] + [dict(fix, status=get(fix["new_url"])[0])]
+with open(path, "w") as out:
+    json.dump(report, out, indent=1)
+print("RECORDED", fix["finding"], fix["ticket"], report[-1]["status"])
+PY"""
+SITEMAP_SCRIPT = "python3 - <<'PY'\n" + CRAWL + r"""
 pages = crawl()
 with open(os.path.expanduser("~/outbox/sitemap.txt"), "w") as out:
     out.write("".join(path + "\n" for path in sorted(pages)))
-report = [dict(fix, status=get(fix["new_url"])[0]) for fix in fixes]
-with open(os.path.expanduser("~/outbox/audit.json"), "w") as out:
-    json.dump(report, out, indent=1)
-print("REPORT", len(report), "findings,", len(pages), "pages")
+print("SITEMAP", len(pages), "pages")
 PY"""
 CONFIRM = "python3 - <<'PY'\n" + CRAWL + r"""
 import time
@@ -376,11 +381,10 @@ def _click_until(ctx: OracleContext, button: Sequence[int], done: Any) -> Genera
 def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
     """Start the audit (GUI); per finding: read it off the board (GUI), find the link and its right target by
     crawling the site and reading the migration map (CLI), publish the fix in the CMS (GUI), see it live (CLI),
-    verify it on the board and read the ticket (GUI); then write the report and the sitemap (CLI)."""
+    verify it on the board and read the ticket (GUI), record it in the report (CLI); then write the sitemap (CLI)."""
     port = ctx.params["port"]
     lines = yield from _click_until(ctx, links.START_BUTTON,
                                     lambda ls: (links.current_finding(ls) or {}).get("number") == 1)
-    fixes: list[dict[str, Any]] = []
     for number in range(1, ctx.truth["count"] + 1):
         finding = links.current_finding(lines)
         if finding is None or finding["number"] != number:
@@ -399,9 +403,10 @@ def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
                 break
         lines = yield from _click_until(ctx, links.VERIFY_BUTTON,
                                         lambda ls, n=number: n in links.tickets(ls))
-        ticket = links.tickets(lines).get(number, "")
-        fixes.append({"finding": number, "ticket": ticket, "page": page, "old_url": old, "new_url": new})
-    yield {"kind": "shell", "timeout": 120, "command": REPORT_SCRIPT.format(port=port, fixes=fixes)}
+        fix = {"finding": number, "ticket": links.tickets(lines).get(number, ""), "page": page, "old_url": old,
+               "new_url": new}
+        yield {"kind": "shell", "timeout": 120, "command": RECORD.format(port=port, fix=fix)}
+    yield {"kind": "shell", "timeout": 120, "command": SITEMAP_SCRIPT.format(port=port)}
     yield {"kind": "done"}
 
 
