@@ -399,7 +399,7 @@ def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
         for _attempt in range(PUBLISH_TRIES):
             yield from _publish(ctx, page, old, new)
             yield {"kind": "shell", "timeout": 90, "command": CONFIRM.format(port=port, page=page, old=old)}
-            if "LIVE" in (ctx.obs or {}).get("terminal", ""):
+            if re.search(r"^LIVE\r?$", (ctx.obs or {}).get("terminal", ""), re.M):
                 break
         lines = yield from _click_until(ctx, links.VERIFY_BUTTON,
                                         lambda ls, n=number: n in links.tickets(ls))
