@@ -5,9 +5,9 @@ Kept apart from the task module so that setup, the server's plan, the oracle and
 site and one geometry of the board: the fixture draws at these positions and the oracle reads there.
 
 The site is the Riverside Arts Centre's after a migration: a home page, four section indexes and sixteen content
-pages, each content page with two link boxes. Three links the audit found point at pre-migration paths
+pages, each content page with two link boxes. Four links the audit found point at pre-migration paths
 (/pages/p123.php) that now answer 404 or bounce in a redirect loop; two more dead links elsewhere are not the
-audit's findings (left alone). ~/migration.db maps old paths to new ones, but for each seed one finding's entry
+audit's findings (left alone). ~/migration.db maps old paths to new ones, but for each seed at least one finding's entry
 is right (its target is then reachable only through that link: an orphan until it is fixed), one points at the
 wrong page (a sibling with another title, or a path that does not exist) and one is missing. The right target of
 a link is always the live page (200, no redirect) whose title is the link's text.
@@ -37,7 +37,7 @@ SECTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 BOX_NAMES = ("See Also", "Plan Your Visit", "Coming Up", "More To Explore", "Get Involved", "Related Pages",
              "Popular Now", "Also On Site", "Before You Go", "Quick Links")
-PER_SECTION, N_FINDINGS, N_DECOYS = 4, 3, 2
+PER_SECTION, N_FINDINGS, N_DECOYS = 4, 4, 2
 DEAD, LOOP = "dead", "loop"
 RIGHT, WRONG, MISSING = "map", "wrong", "missing"  # what ~/migration.db says about a finding's old path
 SCHEMA = "CREATE TABLE moves (old_path TEXT NOT NULL, new_path TEXT NOT NULL, moved_on TEXT NOT NULL);"
@@ -86,7 +86,8 @@ def plan(rng: np.random.Generator) -> dict[str, Any]:
     targets = [content[i] for i in order[:N_FINDINGS]]
     hosts = [content[i] for i in order[N_FINDINGS:2 * N_FINDINGS]]  # the pages that carry a finding's bad link
     decoy_hosts = [content[i] for i in order[2 * N_FINDINGS:2 * N_FINDINGS + N_DECOYS]]
-    kinds = [[RIGHT, WRONG, MISSING][int(i)] for i in rng.permutation(3)]
+    kinds = [RIGHT, WRONG, MISSING, [RIGHT, WRONG, MISSING][int(rng.integers(3))]]  # every kind, one twice
+    kinds = [kinds[int(i)] for i in rng.permutation(N_FINDINGS)]
     orphans = {t["path"] for t, kind in zip(targets, kinds, strict=True) if kind == RIGHT}
     linkable = [p for p in content if p["path"] not in orphans]
 

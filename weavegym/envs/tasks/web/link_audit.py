@@ -6,7 +6,7 @@ shows one finding at a time after a click, in dot-matrix pixels (pixel_font, fed
 deletes once drawn): a page's title, a link box on it and which link in the box is dead or loops, never a URL.
 The public site (the Riverside Arts Centre's, served by the CMS's own server from its memory, see
 fixtures/linkcms/link_cms_server.py) can be crawled from the shell; ~/migration.db (SQLite, the workspace
-account's alone) maps old paths to new ones, one finding's entry right, one wrong and one missing per seed. The
+account's alone) maps old paths to new ones: per seed some findings' entries are right, some wrong, some missing. The
 right target is the live page whose title is the link's text. Only the CMS's link editor in Firefox (served to,
 and accepting edits from, the desktop account alone) can change a page; the board's "Verify fix" then asks the
 CMS, which checks the live page and issues a random ticket code (drawn on the board, recorded by the CMS) and the
@@ -14,7 +14,7 @@ board shows the next finding. The shell finally writes ~/outbox/audit.json (per 
 new URL and the status the new URL serves) and ~/outbox/sitemap.txt (every page reachable from / on the fixed
 site) into a folder only it can write.
 
-Scoring: the three links point at their right pages on the live site; the CMS applied no other edit; the report
+Scoring: the four links point at their right pages on the live site; the CMS applied no other edit; the report
 lists each finding with its right URLs and status 200 and the ticket the CMS issued for it; the sitemap is the
 fixed site's. The plan and the board's geometry are in _links.py.
 """
