@@ -217,6 +217,10 @@ def test_a_filing_record_with_wrong_codes_or_checksum_fails() -> None:
     assert outcome["minutes_checksum"] == Outcome.FAILED and outcome["minutes"] == Outcome.SATISFIED
     no_sum = "".join(line + "\n" for line in good.splitlines() if not line.startswith("minutes.odt"))
     assert _outcomes({**files, bmt.FILING: no_sum.encode()}, truth)["minutes_checksum"] == Outcome.FAILED
+    template = bmt.template(p)
+    unwritten = {**files, bmt.MINUTES: template,
+                 bmt.FILING: f"minutes.odt | {hashlib.sha256(template).hexdigest()}\n".encode()}
+    assert _outcomes(unwritten, truth)["minutes_checksum"] == Outcome.FAILED
     unfiled = {**files, bmt.RECORD: files[bmt.RECORD].decode().splitlines()[0].encode()}
     assert _outcomes(unfiled, truth)["filing_codes"] == Outcome.FAILED
 

@@ -280,6 +280,10 @@ def check_checksum(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
     data = probe.read_bytes(MINUTES)
     if data is None:
         return Verdict.failed(f"{MINUTES} is missing")
+    paras = paragraphs(data) or []
+    if not paras or any(re.search(r"\[ITEM\d+\]", text) for _h, text in paras):
+        return Verdict.failed("the saved minutes still have a placeholder line: no checksum of unwritten minutes "
+                              "counts")
     want = hashlib.sha256(data).hexdigest()
     listed = [v.lower() for v in lines.get("minutes.odt", [])]
     return Verdict.check(listed == [want], f"minutes.odt listed as {listed or 'nothing'}; the saved minutes' "
