@@ -229,7 +229,10 @@ def test_a_filing_record_with_wrong_codes_or_checksum_fails() -> None:
 
 
 def _drive_write(saves: list[bool]) -> list[dict[str, Any]]:
-    ctx = SimpleNamespace(truth={"writer": [0, 40, 700, 640]}, obs={"terminal": ""})
+    """Run the oracle's typing of item 2 against a fake shell whose n-th wait for a save sees it or not (the
+    saved file has one stray paragraph above item 2's line) and a screen where the desk has no focus ring."""
+    ctx = SimpleNamespace(truth={"writer": [0, 40, 700, 640], "desk_at": [716, 40]},
+                          obs={"terminal": "", "screen": np.full((720, 1280, 3), 255, dtype=np.uint8)})
     steps = bmt._write(ctx, 2, "Decision: X.", marked=True)  # type: ignore[arg-type]
     actions: list[dict[str, Any]] = []
     try:
@@ -237,7 +240,9 @@ def _drive_write(saves: list[bool]) -> list[dict[str, Any]]:
         while True:
             actions.append(action)
             if action.get("kind") == "shell" and "saved" in action.get("command", ""):
-                ctx.obs = {"terminal": "saved\n" if saves.pop(0) else ""}
+                saved = saves.pop(0)
+                places = 'PLACES {"1": 3, "2": 6, "3": 8}\n' if "PLACES" in action["command"] else ""
+                ctx.obs = {**ctx.obs, "terminal": f"saved\n{places}" if saved else ""}
             action = steps.send(None)
     except StopIteration:
         return actions
@@ -245,12 +250,32 @@ def _drive_write(saves: list[bool]) -> list[dict[str, Any]]:
 
 @pytest.mark.unit
 def test_the_oracle_types_only_after_a_save_shows_the_keys_have_run() -> None:
-    actions = _drive_write([False, True])
+    actions = _drive_write([False, True, True])
     keys = [a["keys"] for a in actions if a.get("kind") == "key"]
-    assert keys.count("ctrl+Down") == 2 * (2 * 2 + 1) and keys.count("ctrl+s") == 2
+    assert keys.count("ctrl+Down") == 6 and keys.count("ctrl+s") == 3  # where the saved file has the line
     assert actions[-1] == {"kind": "type", "text": "Decision: X."}
     assert sum(a.get("kind") == "type" for a in actions) == 1
     assert not any(a.get("kind") == "type" for a in _drive_write([False] * bmt.SAVE_TRIES))
+    assert not any(a.get("kind") == "type" for a in _drive_write([True, False] * bmt.SAVE_TRIES))
+
+
+@pytest.mark.unit
+def test_the_places_program_counts_paragraphs_as_ctrl_down_does(tmp_path: Path) -> None:
+    p = _plan(6)
+    (tmp_path / "minutes").mkdir()
+    target = tmp_path / "minutes" / "minutes.odt"
+
+    def places(data: bytes) -> dict[int, int] | None:
+        target.write_bytes(data)
+        out = subprocess.run([sys.executable, "-c", bmt.PLACES_PY], capture_output=True, text=True, check=True,
+                             env={**os.environ, "HOME": str(tmp_path)}).stdout
+        return bmt.saved_places(out)
+
+    assert places(bmt.template(p)) == {i["number"]: 2 * i["number"] + 1 for i in p["items"]}
+    paragraphs = [("h", "Minutes"), ("p", "x"), ("h", "Item 1: A"), ("p", "line"), ("p", ""), ("h", "Item 2: B"),
+                  ("p", "[ITEM2]")]
+    assert places(odt(paragraphs)) == {1: 3, 2: 6}
+    assert bmt.saved_places("PLACES {oops") is None
 
 
 # ---- the real desk on a real X server, through the real agent ------------------------------------------
@@ -282,6 +307,8 @@ def test_the_desk_shows_items_as_pixels_files_them_in_order_and_shows_codes(xvfb
 
     try:
         at = list(wait_for(lambda: bm.origin(shot(), (0, 0)), 20, what="the desk drawn"))
+        client.click(*bm.centre(at, bm.REF_ENTRY))
+        wait_for(lambda: bm.entry_focused(shot(), at), 20, what="the entry's focus ring")
         assert bm.read_transcript(shot(), at)[0] == ""  # nothing before a click
         enter(items[0]["reference"] + "\n")
         status("PRESS SHOW ITEM TO SEE ITEM 1")

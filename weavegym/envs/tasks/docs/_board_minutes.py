@@ -63,6 +63,7 @@ SHOW_BUTTON = (16, 300, 150, 32)
 REF_LABEL, REF_ENTRY, FILE_BUTTON = (180, 278), (180, 300, 220, 32), (412, 300, 128, 32)
 STATUS_AT, STATUS_CHARS = (24, 350), 42
 HELP_AT = (24, 390)
+RING, RING_COLOUR = 3, (0, 80, 200)  # the reference entry's focus ring
 
 
 def layout() -> dict[str, Any]:
@@ -70,7 +71,8 @@ def layout() -> dict[str, Any]:
     return {"title": TITLE, "heading": HEADING, "heading_at": list(HEADING_AT), "scale": SCALE,
             "size": list(DESK_SIZE), "paper": list(PAPER), "text_at": list(TEXT_AT), "line_h": LINE_H,
             "show_button": list(SHOW_BUTTON), "ref_label": list(REF_LABEL), "ref_entry": list(REF_ENTRY),
-            "file_button": list(FILE_BUTTON), "status_at": list(STATUS_AT), "help_at": list(HELP_AT)}
+            "file_button": list(FILE_BUTTON), "status_at": list(STATUS_AT), "help_at": list(HELP_AT), "ring": RING,
+            "ring_colour": "#" + "".join(f"{c:02x}" for c in RING_COLOUR)}
 
 
 def centre(origin: Sequence[int], box: Sequence[int]) -> list[int]:
@@ -85,6 +87,21 @@ def origin(image: Any, near: Sequence[int], reach: int = 40) -> tuple[int, int] 
 def read_transcript(image: Any, at: Sequence[int]) -> list[str]:
     return [pixel_font.read_text(image, at[0] + TEXT_AT[0], at[1] + TEXT_AT[1] + i * LINE_H, SCALE, CHARS)
             for i in range(LINES)]
+
+
+def entry_focused(image: Any, at: Sequence[int]) -> bool:
+    """True when the reference entry shows its focus ring: the desk has the keyboard (a click on a window moves the
+    focus only once the window manager gets to it, and keys sent before go to the window that had it)."""
+    x, y, w, h = REF_ENTRY
+    points = [(at[0] + x + w // 2, at[1] + y + 1), (at[0] + x + w // 2, at[1] + y + h - 2),
+              (at[0] + x + 1, at[1] + y + h // 2), (at[0] + x + w - 2, at[1] + y + h // 2)]
+    height, width = len(image), len(image[0]) if len(image) else 0
+    lit = 0
+    for px, py in points:
+        if 0 <= px < width and 0 <= py < height:
+            pixel = [int(v) for v in image[py][px][:3]]
+            lit += sum(abs(a - b) for a, b in zip(pixel, RING_COLOUR, strict=True)) < 90
+    return lit >= 3
 
 
 def read_status(image: Any, at: Sequence[int]) -> str:

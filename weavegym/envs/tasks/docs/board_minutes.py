@@ -346,6 +346,35 @@ print('SECTIONS', json.dumps(found))
 """
 
 
+PLACES_PY = """import json, os, re, zipfile, xml.etree.ElementTree as ET
+T = '{urn:oasis:names:tc:opendocument:xmlns:text:1.0}'
+O = '{urn:oasis:names:tc:opendocument:xmlns:office:1.0}'
+root = ET.fromstring(zipfile.ZipFile(os.path.expanduser('~/minutes/minutes.odt')).read('content.xml'))
+body = root.find(O + 'body')
+places, index = {}, 0
+for e in body.iter():
+    if e.tag not in (T + 'h', T + 'p'):
+        continue
+    m = re.match(r'\\s*item\\s+(\\d+)\\b', ''.join(e.itertext()), re.I)
+    if e.tag == T + 'h' and m and m.group(1) not in places:
+        places[m.group(1)] = index + 1
+    index += 1
+print('PLACES', json.dumps(places))
+"""
+
+
+def saved_places(terminal: str) -> dict[int, int] | None:
+    """{item: the index of the paragraph below its heading} as PLACES_PY printed it, or None when it printed none."""
+    found = re.search(r"^PLACES (\{.*\})$", terminal, re.M)
+    if found is None:
+        return None
+    try:
+        data = json.loads(found.group(1))
+    except ValueError:
+        return None
+    return {int(k): int(v) for k, v in data.items() if str(k).isdigit()} if isinstance(data, dict) else None
+
+
 def wait_saved(seconds: int = 100) -> str:
     """Shell code that waits until Writer has saved minutes.odt since MARK was touched, then prints "saved"."""
     return (f"timeout {seconds} sh -c 'until [ -n \"$(find ~/minutes/minutes.odt -newer {MARK})\" ]; do sleep 0.3; "
@@ -431,6 +460,12 @@ def _file(ctx: OracleContext, number: int, reference: str, count: int) -> Genera
     x, y = bm.centre(at, bm.REF_ENTRY)
     for _attempt in range(FILE_TRIES):
         yield {"kind": "click", "x": x, "y": y}
+        for _ in range(WAITS):  # typed before the desk has the keyboard, the reference would land in Writer
+            if bm.entry_focused(_screen(ctx), at):
+                break
+            yield {"kind": "wait", "seconds": 1}
+        else:
+            continue
         yield {"kind": "key", "keys": "ctrl+slash"}  # what a lost attempt left there is replaced
         yield {"kind": "type", "text": f"{reference}\n"}
         for _ in range(WAITS):
@@ -446,16 +481,34 @@ def _focus(ctx: OracleContext) -> ActionLike:
     return {"kind": "click", "x": x + WRITER_CLICK[0], "y": y + h - WRITER_CLICK[1]}
 
 
+def _focus_writer(ctx: OracleContext) -> Generator[ActionLike, Any, None]:
+    """Click Writer's page and wait (bounded) until the desk has lost the keyboard (its focus ring gone)."""
+    yield _focus(ctx)
+    for _ in range(WAITS):
+        if not bm.entry_focused(_screen(ctx), ctx.truth["desk_at"]):
+            return
+        yield {"kind": "wait", "seconds": 1}
+
+
 def _write(ctx: OracleContext, number: int, line: str, *, marked: bool) -> Generator[ActionLike, Any, bool]:
-    """Select item ``number``'s line in Writer (ctrl+Home, one ctrl+Down per paragraph above it, ctrl+shift+Down
-    to its end), save, and once the save shows type the line over the selection. LibreOffice runs its shortcuts
-    after the typed text that follows them, so typing waits for a save the keys end with; a lost save (the focus
-    gone under load) is tried again after a new click."""
+    """Type item ``number``'s line over the paragraph below its heading in Writer.
+
+    Where that paragraph is comes from the saved file (a key that went astray under load may have added a
+    paragraph above it): save, read its place back from the shell, then select it (ctrl+Home, one ctrl+Down per
+    paragraph above it, ctrl+shift+Down to its end) and save again. LibreOffice runs its shortcuts after the
+    typed text that follows them, so typing waits for that save; a lost save (the focus gone under load) is tried
+    again after a new click."""
     for attempt in range(SAVE_TRIES):
         if attempt or not marked:
             yield {"kind": "shell", "command": f"touch {MARK}"}
-        yield _focus(ctx)
-        for key in ("ctrl+Home", *["ctrl+Down"] * (2 * number + 1), "ctrl+shift+Down", "ctrl+s"):
+        yield from _focus_writer(ctx)
+        yield {"kind": "key", "keys": "ctrl+s"}
+        yield {"kind": "shell", "timeout": 150, "command": f"{wait_saved(120)} && python3 - <<'EOF'\n{PLACES_PY}EOF"}
+        places = saved_places(_terminal(ctx))
+        if places is None or number not in places:
+            continue
+        yield {"kind": "shell", "command": f"touch {MARK}"}
+        for key in ("ctrl+Home", *["ctrl+Down"] * places[number], "ctrl+shift+Down", "ctrl+s"):
             yield {"kind": "key", "keys": key}
         yield {"kind": "shell", "timeout": 150, "command": wait_saved(120)}
         if "saved" in _terminal(ctx):
@@ -468,7 +521,7 @@ def _read_back(ctx: OracleContext) -> Generator[ActionLike, Any, dict[int, str] 
     """Save the minutes and read each item's section back from the saved file (None when no save showed)."""
     for _attempt in range(SAVE_TRIES):
         yield {"kind": "shell", "command": f"touch {MARK}"}
-        yield _focus(ctx)
+        yield from _focus_writer(ctx)
         yield {"kind": "key", "keys": "ctrl+s"}
         yield {"kind": "shell", "timeout": 210, "command": f"{wait_saved(180)} && python3 - <<'EOF'\n{SECTIONS_PY}EOF"}
         found = saved_sections(_terminal(ctx))
