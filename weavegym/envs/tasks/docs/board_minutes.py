@@ -579,6 +579,6 @@ TASK = Task(
            GuiArtifactViaCli([MINUTES], "the minutes must be typed and saved in Writer")),
     profile="full",
     apps=("Minutes Desk: recording transcripts (python3-tk)", "libreoffice-writer", "sqlite3", "python3"),
-    max_steps=320,
-    time_budget_s=3000.0,
+    max_steps=400,
+    time_budget_s=4800.0,
 )
