@@ -424,7 +424,7 @@ def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
         if not (yield from _write(ctx, number, bm.minute_line(item), marked=True)):
             break
         written[number] = item
-    for _attempt in range(FIX_TRIES):
+    for _attempt in range(FIX_TRIES if written else 0):  # (nothing to read back when nothing was written)
         found_sections = yield from _read_back(ctx)
         if found_sections is None:
             continue
