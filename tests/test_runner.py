@@ -80,8 +80,10 @@ def test_kill_mid_run_then_resume_finishes_the_rest(tmp_path: Path) -> None:
 def test_debug_prints_vnc_details_a_real_client_can_use(tmp_path: Path) -> None:
     from vncdotool import api as vnc_api
 
-    proc = subprocess.Popen([*CLI, "debug", "Weave-DevOps-1", "--agent", "oracle"], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
+    # On the host's prepared states (`make test-vm` makes them): the VNC details are the subject, not the boot.
+    proc = subprocess.Popen([*CLI, "debug", "Weave-DevOps-1", "--agent", "oracle", "--prepared-states"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            bufsize=1)
     try:
         lines: list[str] = []
 

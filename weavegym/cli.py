@@ -557,6 +557,7 @@ def debug(
     task_id: str = typer.Argument(..., help="The task to open, e.g. Weave-DevOps-1."),
     agent: str | None = typer.Option(None, help="Step this agent (random, noop, oracle, llm); none: a human drives."),
     seed: int = typer.Option(0, help="Task seed."),
+    prepared_states: bool = typer.Option(False, help="Restore the host's prepared states instead of booting."),
 ) -> None:
     """Boot one episode, print its VNC address and password, step an agent by hand or let a human drive."""
     from weavegym.envs.tasks import get_task
@@ -565,7 +566,8 @@ def debug(
     if agent is not None:
         _require_known_agent(agent)
     get_task(task_id)  # an unknown id is a one-line TaskError (exit 1) before anything boots
-    debug_episode(task_id, agent, seed, read_line=sys.stdin.readline, out=sys.stdout)
+    debug_episode(task_id, agent, seed, read_line=sys.stdin.readline, out=sys.stdout,
+                  env_options={"prepared_states": True} if prepared_states else None)
 
 
 def _interrupt(_signum: int, _frame: object) -> None:
