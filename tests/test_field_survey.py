@@ -116,6 +116,10 @@ def test_the_selection_fields_are_the_two_leftmost_runs_of_blue_digits() -> None
             image[650:658, x:x + 6] = (0, 0, 180)
     assert fs.selection_fields(image, window) == ((679, 653), (837, 653))
     assert fs.selection_fields(np.full((720, 1280, 3), 230, dtype=np.uint8), window) is None
+    # the oracle types the labels' path only once the export dialog covers the toolbar, and waits for it to go
+    assert not fs.dialog_over(image, window)
+    image[300:720, 300:1280] = 240
+    assert fs.dialog_over(image, window)
 
 
 def _editor_image(selected: tuple[int, int] | None, focused: int | None = None) -> np.ndarray:

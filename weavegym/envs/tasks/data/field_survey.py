@@ -78,6 +78,7 @@ HEAD_Y, LINES = 16, (80, 140, 200)
 ENTRY, BUTTON = (16, 372, 190, 32), (220, 370, 160, 36)
 BOOK_AT, AUDACITY_AT, AUDACITY_SIZE = (0, 40), (410, 40), (866, 640)
 WAIT_TRIES = 12
+EXPORT_WAIT = 12  # 2-second waits for the Export Labels dialog to map, or to close, under TCG
 
 
 def layout() -> dict[str, Any]:
@@ -508,12 +509,12 @@ def _screen(ctx: OracleContext) -> Any:
     return ctx.obs["screen"]
 
 
-def _until(ctx: OracleContext, read: Any, tries: int = WAIT_TRIES) -> Iterator[ActionLike]:
+def _until(ctx: OracleContext, read: Any, tries: int = WAIT_TRIES, seconds: float = 1) -> Iterator[ActionLike]:
     """Wait steps until ``read(screen)`` is not None (the redraw may trail under TCG)."""
     for _ in range(tries):
         if read(_screen(ctx)) is not None:
             return
-        yield {"kind": "wait", "seconds": 1}
+        yield {"kind": "wait", "seconds": seconds}
 
 
 def _click(point: Sequence[int]) -> dict[str, Any]:
@@ -530,11 +531,19 @@ def _changed(ctx: OracleContext, window: Sequence[int], before: np.ndarray) -> I
     yield from _until(ctx, lambda _s: True if not np.array_equal(_region(ctx, window), before) else None)
 
 
+def dialog_over(image: Any, editor: Sequence[int]) -> bool:
+    """Whether a window covers Audacity's Selection toolbar (the Export Labels file dialog, centred on the editor
+    and taller than it, does; the File menu and its Export submenu, at the top, do not)."""
+    return selection_fields(image, editor) is None
+
+
 def _export(ctx: OracleContext, editor: Sequence[int]) -> Iterator[ActionLike]:
     """File > Export > Export Labels... through the menus' mnemonics, each key once the previous one took effect;
-    then the file dialog's name field gets the full path."""
+    then, once the file dialog shows (it covers the toolbar; under TCG it maps seconds after the menu closes), its
+    name field gets the full path, and the dialog must close (the toolbar shows again)."""
     for attempt in range(3):
         yield _focus_audacity(editor)
+        yield {"kind": "wait", "seconds": 1 + attempt}
         idle = _region(ctx, editor)
         for key in ("alt+f", "e", "l"):
             before = _region(ctx, editor)
@@ -542,14 +551,16 @@ def _export(ctx: OracleContext, editor: Sequence[int]) -> Iterator[ActionLike]:
             if attempt:  # a redraw still under way may pass for the menu: let it settle first
                 yield {"kind": "wait", "seconds": 2}
             yield from _changed(ctx, editor, before)
-        if selection_fields(_screen(ctx), editor) is None or attempt == 2:  # the dialog covers the toolbar
+        yield from _until(ctx, lambda s: True if dialog_over(s, editor) else None, EXPORT_WAIT, 2)
+        if dialog_over(_screen(ctx), editor) or attempt == 2:  # the last try types the path regardless
             break
-        for _ in range(3):  # a menu is open but the dialog is not: close everything and start again
+        for _ in range(3):  # a menu may be open but no dialog came: close everything and start again
             yield {"kind": "key", "keys": "Escape"}
         yield from _until(ctx, lambda _s, i=idle: True if np.array_equal(_region(ctx, editor), i) else None, 5)
-    yield {"kind": "wait", "seconds": 2}  # mapped is not focused yet under TCG
+    yield {"kind": "wait", "seconds": 3}  # mapped is not focused yet under TCG
     yield {"kind": "key", "keys": "ctrl+a"}
     yield {"kind": "type", "text": f"{LABELS}\n"}
+    yield from _until(ctx, lambda s: True if not dialog_over(s, editor) else None, EXPORT_WAIT, 2)
 
 
 def _focus_audacity(editor: Sequence[int]) -> dict[str, Any]:
