@@ -116,6 +116,19 @@ def test_the_selection_fields_are_the_two_leftmost_runs_of_blue_digits() -> None
             image[650:658, x:x + 6] = (0, 0, 180)
     assert fs.selection_fields(image, window) == ((679, 653), (837, 653))
     assert fs.selection_fields(np.full((720, 1280, 3), 230, dtype=np.uint8), window) is None
+    # the oracle types the labels' path only once the export dialog is up, and waits for it to go: in the guest its
+    # frame mapped long before it drew, only its title bar showing across Audacity's (the toolbar still visible)
+    image[36:58, 400:1280] = (60, 60, 60)  # Audacity's title bar, active
+    image[44:52, 800:880] = 250
+    idle = fs.title_strip(image, window)
+    assert not fs.dialog_over(image, window, idle)
+    mapped = image.copy()
+    mapped[30:50, 170:1280] = (235, 235, 235)  # the dialog's frame: its title bar over Audacity's
+    mapped[36:44, 640:760] = 20
+    assert fs.dialog_over(mapped, window, idle) and fs.selection_fields(mapped, window) is not None
+    drawn = image.copy()
+    drawn[300:720, 300:1280] = 240  # once drawn it covers the toolbar too
+    assert fs.dialog_over(drawn, window, idle)
 
 
 def _editor_image(selected: tuple[int, int] | None, focused: int | None = None) -> np.ndarray:

@@ -78,6 +78,8 @@ HEAD_Y, LINES = 16, (80, 140, 200)
 ENTRY, BUTTON = (16, 372, 190, 32), (220, 370, 160, 36)
 BOOK_AT, AUDACITY_AT, AUDACITY_SIZE = (0, 40), (410, 40), (866, 640)
 WAIT_TRIES = 12
+EXPORT_WAIT = 12  # 2-second waits for the Export Labels dialog to map, or to close, under TCG
+DIALOG_PIXELS = 300  # title-bar pixels the dialog's frame changes (730 in the guest; 0 while menus open)
 
 
 def layout() -> dict[str, Any]:
@@ -508,12 +510,12 @@ def _screen(ctx: OracleContext) -> Any:
     return ctx.obs["screen"]
 
 
-def _until(ctx: OracleContext, read: Any, tries: int = WAIT_TRIES) -> Iterator[ActionLike]:
+def _until(ctx: OracleContext, read: Any, tries: int = WAIT_TRIES, seconds: float = 1) -> Iterator[ActionLike]:
     """Wait steps until ``read(screen)`` is not None (the redraw may trail under TCG)."""
     for _ in range(tries):
         if read(_screen(ctx)) is not None:
             return
-        yield {"kind": "wait", "seconds": 1}
+        yield {"kind": "wait", "seconds": seconds}
 
 
 def _click(point: Sequence[int]) -> dict[str, Any]:
@@ -530,26 +532,48 @@ def _changed(ctx: OracleContext, window: Sequence[int], before: np.ndarray) -> I
     yield from _until(ctx, lambda _s: True if not np.array_equal(_region(ctx, window), before) else None)
 
 
+def title_strip(image: Any, editor: Sequence[int]) -> np.ndarray:
+    """The screen rows of Audacity's title bar (just above its menu bar), across the editor's width."""
+    x, y, w, _h = (int(v) for v in editor[:4])
+    return np.asarray(image)[max(y - 26, 0):max(y - 2, 0), max(x, 0):x + w, :3].astype(int)
+
+
+def dialog_over(image: Any, editor: Sequence[int], idle: np.ndarray) -> bool:
+    """Whether the Export Labels file dialog is up. Under TCG it maps long before it draws: in the guest its frame
+    showed for many seconds with Audacity still visible through it, only its title bar ("Export Labels As:") drawn
+    across Audacity's, so the title bar region differing from ``idle`` (taken with the File menu open, Audacity
+    active) tells; once drawn (on a host at once) it also covers the Selection toolbar."""
+    strip = title_strip(image, editor)
+    moved = strip.shape != idle.shape or int((np.abs(strip - idle).max(axis=2) > 40).sum()) >= DIALOG_PIXELS
+    return moved or selection_fields(image, editor) is None
+
+
 def _export(ctx: OracleContext, editor: Sequence[int]) -> Iterator[ActionLike]:
     """File > Export > Export Labels... through the menus' mnemonics, each key once the previous one took effect;
-    then the file dialog's name field gets the full path."""
+    then, once the file dialog shows (under TCG it mapped seven seconds after the menu closed: an earlier oracle
+    pressed Escape before that and lost two tries), its name field gets the full path, and the dialog must go."""
+    idle = title_strip(_screen(ctx), editor)
     for attempt in range(3):
         yield _focus_audacity(editor)
-        idle = _region(ctx, editor)
+        yield {"kind": "wait", "seconds": 1 + attempt}
         for key in ("alt+f", "e", "l"):
             before = _region(ctx, editor)
             yield {"kind": "key", "keys": key}
             if attempt:  # a redraw still under way may pass for the menu: let it settle first
                 yield {"kind": "wait", "seconds": 2}
             yield from _changed(ctx, editor, before)
-        if selection_fields(_screen(ctx), editor) is None or attempt == 2:  # the dialog covers the toolbar
+            if key == "e":  # the submenu is open: Audacity has the focus, its title bar is drawn active
+                idle = title_strip(_screen(ctx), editor)
+        yield from _until(ctx, lambda s, i=idle: True if dialog_over(s, editor, i) else None, EXPORT_WAIT, 2)
+        if dialog_over(_screen(ctx), editor, idle) or attempt == 2:  # the last try types the path regardless
             break
-        for _ in range(3):  # a menu is open but the dialog is not: close everything and start again
+        for _ in range(3):  # no dialog came: close whatever menu is open and start again
             yield {"kind": "key", "keys": "Escape"}
-        yield from _until(ctx, lambda _s, i=idle: True if np.array_equal(_region(ctx, editor), i) else None, 5)
-    yield {"kind": "wait", "seconds": 2}  # mapped is not focused yet under TCG
+        yield {"kind": "wait", "seconds": 3}
+    yield {"kind": "wait", "seconds": 3}  # mapped is not focused yet under TCG
     yield {"kind": "key", "keys": "ctrl+a"}
     yield {"kind": "type", "text": f"{LABELS}\n"}
+    yield from _until(ctx, lambda s, i=idle: True if not dialog_over(s, editor, i) else None, EXPORT_WAIT, 2)
 
 
 def _focus_audacity(editor: Sequence[int]) -> dict[str, Any]:
