@@ -761,7 +761,4 @@ TASK = Task(
     apps=("audacity", "Field Notebook (python3-tk)", "sox", "python3", "sqlite3"),
     max_steps=300,  # the oracle takes 70 to 160 steps, plus waits per redraw and a retried selection
     time_budget_s=2400.0,
-    draft="in the VM the old oracle scored 0.3 on seeds 0 and 3 (page 1's keys went to the Selection toolbar "
-          "field clicked before, fixed: focus and selection now checked on screen); with that fix seed 6 scored 0.0 "
-          "(labels never exported, cause unseen; the export is now retried, not yet validated in the VM)",
 )
