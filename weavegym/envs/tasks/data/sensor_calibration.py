@@ -191,9 +191,10 @@ def check_plot(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
     height, width = image.shape[:2]
     if width < PLOT_MIN[0] or height < PLOT_MIN[1]:
         return Verdict.failed(f"{PLOT} is {width}x{height}, smaller than {PLOT_MIN[0]}x{PLOT_MIN[1]}")
-    flat = image.reshape(-1, image.shape[2])[:, :3]
-    colours, counts = np.unique(flat, axis=0, return_counts=True)
-    inked = 1.0 - counts.max() / len(flat)
+    rgb = image[:, :, :3].astype(np.int64)
+    packed = ((rgb[:, :, 0] << 16) | (rgb[:, :, 1] << 8) | rgb[:, :, 2]).ravel()
+    colours, counts = np.unique(packed, return_counts=True)
+    inked = 1.0 - counts.max() / len(packed)
     return Verdict.check(inked >= PLOT_INK, f"{PLOT}: {width}x{height}, {len(colours)} colours, {inked:.1%} of it "
                                             f"drawn (at least {PLOT_INK:.0%} wanted)")
 
