@@ -70,7 +70,7 @@ def setup(ctx: SetupContext) -> Prepared:
     # The report's folder: only the workspace account may write in it.
     ctx.run(["install", "-d", "-m", "2755", "-o", WORKSPACE_USER, "-g", SHARED_GROUP, OUT])
     # The certificates the LIMS issues, for the scope: the desktop account's alone (the shell cannot read them).
-    ctx.run(["install", "-d", "-m", "0700", "-o", DESKTOP_USER, "-g", DESKTOP_USER, ISSUE_DIR])
+    ctx.run(["install", "-d", "-m", "0700", "-o", DESKTOP_USER, "-g", SHARED_GROUP, ISSUE_DIR])
     ctx.run(["env", "DISPLAY=:0", "xset", "r", "off"], user=ctx.user)  # typed numbers must not repeat a key
     for name in ("bench_scope.py", "lims_form.py"):
         ctx.write_file(f"{APP_DIR}/{name}", ctx.fixture(__package__, f"fixtures/{name}"), owner="root")
