@@ -61,6 +61,7 @@ SELECTED = (217, 217, 217)  # gitk's selection background (gray85)
 CHERRY_PICK = (60, 150)  # "Cherry-pick this commit" from the right-click point (the menu's 8th entry)
 # The board's layout: boxes are [x, y, width, height] in its window.
 SCALE, HEADING_SCALE, HEADING_AT, PAD, LINE_STEP = 2, 3, (16, 12), 8, 22
+OPEN = (300, 6, 144, 34)
 TICKET, LABEL, ENTRY, BUTTON = (16, 48, 428, 124), (16, 182, 300, 22), (16, 208, 262, 32), (292, 207, 150, 34)
 STATUS, RESULTS = (16, 254, 428, 30), (16, 296, 428, 90)
 TRIES, WAITS = 3, 15
@@ -69,8 +70,8 @@ TRIES, WAITS = 3, 15
 def layout() -> dict[str, Any]:
     return {"title": TITLE, "heading": HEADING, "heading_at": list(HEADING_AT), "heading_scale": HEADING_SCALE,
             "scale": SCALE, "pad": PAD, "line_step": LINE_STEP, "size": list(BOARD_SIZE), "at": list(BOARD_AT),
-            "ticket": list(TICKET), "label": list(LABEL), "entry": list(ENTRY), "button": list(BUTTON),
-            "status": list(STATUS), "results": list(RESULTS)}
+            "open": list(OPEN), "ticket": list(TICKET), "label": list(LABEL), "entry": list(ENTRY),
+            "button": list(BUTTON), "status": list(STATUS), "results": list(RESULTS)}
 
 
 def board_origin(image: np.ndarray, reach: int = 48) -> tuple[int, int] | None:
@@ -108,18 +109,20 @@ def setup(ctx: SetupContext) -> Prepared:
     ctx.run(["install", "-d", "-m", "2755", "-o", WORKSPACE_USER, "-g", SHARED_GROUP, NOTES_DIR])
     # The shell may read and clone the desk's repository: git otherwise refuses another account's repository.
     ctx.run(["git", "config", "--system", "--add", "safe.directory", REPO])
-    tickets = []
-    for number, ticket in enumerate(history.tickets):
-        fix = built["shas"][ticket["fix"]]
-        tickets.append({"id": ticket["id"], "call": call_text(ticket), "gives": ticket["gives"],
-                        "wants": ticket["wants"], "fix": fix, "tree": built["trees"][number],
-                        "message": history.commits[ticket["fix"]].subject + "\n"})
+    tickets = ticket_truth(history, built)
     gitk = _open_gitk(ctx)
     at = _open_board(ctx, history, tickets)
     return Prepared(
         params={"repo": REPO, "release": history.release, "shop": history.shop},
         truth={"repo": REPO, "release": history.release, "release_tip": built["release_tip"],
                "main_tip": built["main_tip"], "tickets": tickets, "gitk": gitk, "board": list(at)})
+
+
+def ticket_truth(history: History, built: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Each ticket as the board and the checker know it: its fix's hash, the release tree after its pick."""
+    return [{"id": t["id"], "call": call_text(t), "gives": t["gives"], "wants": t["wants"],
+             "fix": built["shas"][t["fix"]], "tree": built["trees"][number],
+             "message": history.commits[t["fix"]].subject + "\n"} for number, t in enumerate(history.tickets)]
 
 
 def _build_repo(ctx: SetupContext, history: History) -> dict[str, Any]:
@@ -334,11 +337,17 @@ def check_command(ticket: Mapping[str, Any], release: str, old: str) -> str:
 
 
 def _read_ticket(ctx: OracleContext, at: Sequence[int], number: int) -> Generator[ActionLike, Any, Any]:
-    for _ in range(WAITS):
-        ticket = read_ticket(_frame(ctx), at, number)
-        if ticket:
-            return ticket
-        yield {"kind": "wait", "seconds": 2}
+    """Ticket ``number`` off the board; the first one after pressing "Open queue" (again if the press was lost)."""
+    for attempt in range(TRIES):
+        if number == 1:
+            yield {"kind": "click", "x": at[0] + OPEN[0] + OPEN[2] // 2, "y": at[1] + OPEN[1] + OPEN[3] // 2}
+        for _ in range(WAITS if attempt or number == 1 else 2 * WAITS):
+            ticket = read_ticket(_frame(ctx), at, number)
+            if ticket:
+                return ticket
+            yield {"kind": "wait", "seconds": 2}
+        if number != 1:
+            break
     return None
 
 
@@ -357,9 +366,21 @@ def _pick(ctx: OracleContext, fix: str) -> Iterator[ActionLike]:
             break
     if row is None or x is None:
         return
+    before = _frame(ctx).copy()
     yield {"kind": "right_click", "x": x, "y": row}
-    yield {"kind": "wait", "seconds": 1}
-    yield {"kind": "click", "x": x + CHERRY_PICK[0], "y": row + CHERRY_PICK[1]}
+    for _ in range(WAITS):  # the menu may show seconds late under TCG: click its entry only once it is there
+        if menu_shown(before, _frame(ctx), x, row):
+            yield {"kind": "click", "x": x + CHERRY_PICK[0], "y": row + CHERRY_PICK[1]}
+            return
+        yield {"kind": "wait", "seconds": 1}
+    yield {"kind": "key", "keys": "Escape"}
+
+
+def menu_shown(before: np.ndarray, after: np.ndarray, x: int, row: int) -> bool:
+    """Whether a menu now covers the area below the right-click point (its entries' text changed many pixels)."""
+    box = (slice(row + 24, row + CHERRY_PICK[1] + 60), slice(x + 4, x + 3 * CHERRY_PICK[0]))
+    changed = np.abs(before[box][..., :3].astype(int) - after[box][..., :3].astype(int)).max(axis=2) > 0
+    return bool(changed.mean() > 0.08)
 
 
 def _sign_off(ctx: OracleContext, at: Sequence[int], number: int, fix: str) -> Generator[ActionLike, Any, str]:
