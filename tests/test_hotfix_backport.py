@@ -259,6 +259,9 @@ def test_the_oracle_finds_gitks_selected_row_and_its_menu_on_a_drawn_screen() ->
     screen[top + 4:top + 9, 10:16] = (0, 0, 0)  # a graph dot
     row = hb.selected_row(screen, gitk)
     assert row == top + 6 and hb.subject_x(screen, gitk, row) == 52
+    labelled = screen.copy()
+    labelled[top + 1:top + 12, 20:38] = (0, 255, 0)  # a branch label: a branch's tip, never a fix to pick
+    assert hb.subject_x(labelled, gitk, row) is None
     screen[gitk[1] + 150:gitk[1] + 160, 280:400] = hb.SELECTED  # a second band: no single selected row
     assert hb.selected_row(screen, gitk) is None
     menu = screen.copy()

@@ -90,11 +90,13 @@ def selected_row(image: np.ndarray, gitk: Sequence[int]) -> int | None:
 
 
 def subject_x(image: np.ndarray, gitk: Sequence[int], row_y: int) -> int | None:
-    """A point on the selected row's subject (where its gray highlight starts, right of the graph), or None."""
+    """A point on the selected row's subject (where its gray highlight starts, right of the graph), or None when
+    there is none or the row carries a branch label (a branch's tip, e.g. the release head: never a fix)."""
     x = gitk[0]
     strip = image[row_y - 2:row_y + 3, x + SUBJECTS_X[0]:x + SUBJECTS_X[1], :3].astype(int)
+    label = (strip[..., 1] > 200) & (strip[..., 0] < 100) & (strip[..., 2] < 100)
     gray = np.flatnonzero((np.abs(strip - np.array(SELECTED)).max(axis=2) == 0).sum(axis=0) >= 3)
-    if len(gray) < 20:
+    if len(gray) < 20 or int(label.sum()) > 10:
         return None
     return int(x + SUBJECTS_X[0] + gray[0] + 12)
 
@@ -354,14 +356,17 @@ def _read_ticket(ctx: OracleContext, at: Sequence[int], number: int) -> Generato
 def _pick(ctx: OracleContext, fix: str) -> Iterator[ActionLike]:
     """gitk: the fix's hash into the SHA1 ID field (Return selects it), then its row's "Cherry-pick this commit"."""
     gitk = ctx.truth["gitk"]
-    yield {"kind": "double_click", "x": gitk[0] + SHA1_ENTRY[0], "y": gitk[1] + SHA1_ENTRY[1]}
-    yield {"kind": "type", "text": fix[:12]}
-    yield {"kind": "key", "keys": "Return"}
     row = x = None
-    for _ in range(WAITS):
-        yield {"kind": "wait", "seconds": 1}
-        row = selected_row(_frame(ctx), gitk)
-        x = subject_x(_frame(ctx), gitk, row) if row is not None else None
+    for _attempt in range(2):  # a lost key leaves the release head selected (a branch tip): type the hash again
+        yield {"kind": "double_click", "x": gitk[0] + SHA1_ENTRY[0], "y": gitk[1] + SHA1_ENTRY[1]}
+        yield {"kind": "type", "text": fix[:12]}
+        yield {"kind": "key", "keys": "Return"}
+        for _ in range(WAITS // 2):
+            yield {"kind": "wait", "seconds": 1}
+            row = selected_row(_frame(ctx), gitk)
+            x = subject_x(_frame(ctx), gitk, row) if row is not None else None
+            if x is not None:
+                break
         if x is not None:
             break
     if row is None or x is None:
