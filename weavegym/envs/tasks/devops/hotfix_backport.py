@@ -110,7 +110,9 @@ def setup(ctx: SetupContext) -> Prepared:
     ctx.run(["install", "-d", "-m", "2755", "-o", WORKSPACE_USER, "-g", SHARED_GROUP, WORK])
     ctx.run(["install", "-d", "-m", "2755", "-o", WORKSPACE_USER, "-g", SHARED_GROUP, NOTES_DIR])
     # The shell may read and clone the desk's repository: git otherwise refuses another account's repository.
-    ctx.run(["git", "config", "--system", "--add", "safe.directory", REPO])
+    # (git upload-pack, which a clone runs, checks the .git folder itself.)
+    for folder in (REPO, f"{REPO}/.git"):
+        ctx.run(["git", "config", "--system", "--add", "safe.directory", folder])
     tickets = ticket_truth(history, built)
     gitk = _open_gitk(ctx)
     at = _open_board(ctx, history, tickets)
