@@ -100,18 +100,20 @@ def ring_centres(image: np.ndarray) -> list[tuple[int, int]]:
 
 def find_board(image: np.ndarray, islands: Mapping[Square, int] | list[Square]) -> tuple[int, int] | None:
     """The screen centre of square (0, 0) of the Bridges board showing exactly these islands (each square TILE px),
-    or None while the board shows other islands or none. Ring-like points off the board (the window's edges on a
-    dark desktop) do not count; every ring on the board must be one of the islands."""
+    or None while the board shows other islands or none. Ring-like points off the board's squares (the window's
+    corners on a dark desktop) do not count; every ring on a square must be one of the islands."""
     rings = ring_centres(image)
     isles = sorted(islands, key=lambda c: (c[1], c[0]))
     if not isles:
         return None
+    wide, high = max(x for x, _ in isles), max(y for _, y in isles)
     for first in rings:
         ox, oy = first[0] - isles[0][0] * TILE, first[1] - isles[0][1] * TILE
-        on_board = [(px, py) for px, py in rings if ox - TILE // 2 <= px <= ox + (max(x for x, _ in isles) + 0.5) * TILE
-                    and oy - TILE // 2 <= py <= oy + (max(y for _, y in isles) + 0.5) * TILE]
-        if len(on_board) == len(isles) and all(
-                any(abs(px - (ox + x * TILE)) <= 4 and abs(py - (oy + y * TILE)) <= 4 for px, py in on_board)
-                for x, y in isles):
+        on_squares = set()
+        for px, py in rings:
+            x, y = round((px - ox) / TILE), round((py - oy) / TILE)
+            if 0 <= x <= wide and 0 <= y <= high and abs(px - ox - x * TILE) <= 4 and abs(py - oy - y * TILE) <= 4:
+                on_squares.add((x, y))
+        if on_squares == set(isles):
             return ox, oy
     return None
