@@ -258,6 +258,7 @@ def check_log(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
 RECEIPT = re.compile(r"LETTER (\d+) FILED RECEIPT ([A-Z2-9]{6})")
 DIALOG_W, DIALOG_H = (240, 440), (100, 280)  # Thunar's rename, new-folder and select-by-pattern dialogs
 SETTLED = 400
+FAINT, TITLE_BAR = 8, 30
 
 
 def _screen(ctx: OracleContext) -> np.ndarray:
@@ -300,12 +301,27 @@ def _settle(ctx: OracleContext, tries: int = 8) -> Iterator[ActionLike]:
 
 
 def _go(ctx: OracleContext, folder: str) -> Iterator[ActionLike]:
-    """Thunar to ~/postroom/<folder> through its location bar."""
+    """Thunar to ~/postroom/<folder> through its location bar, then the focus into the folder view: Return in the
+    location bar of the folder already shown leaves the focus there, where Ctrl+X would cut the bar's text."""
+    x, y, w, h = ctx.truth["thunar"]
     yield {"kind": "key", "keys": "ctrl+l"}
     yield {"kind": "type", "text": f"{POSTROOM}/{folder}/"}
     yield {"kind": "key", "keys": "Return"}
-    yield {"kind": "wait", "seconds": 1.5}
     yield from _settle(ctx)
+    yield {"kind": "click", "x": x + w - 60, "y": y + h - 80}  # empty space in the folder view
+
+
+def dialog_box(frame: np.ndarray, before: np.ndarray, window: Any) -> tuple[int, int, int, int] | None:
+    """The largest region of Thunar's window (below its title bar, whose shade changes with the focus) that changed
+    since ``before``, faint changes included: a dialog's grey over the folder view's white is one."""
+    x, y, w, h = (int(v) for v in window)
+    if frame.shape != before.shape:
+        return None
+    diff = np.abs(frame.astype(np.int16) - before.astype(np.int16)).max(axis=2) > FAINT
+    mask = np.zeros(diff.shape, dtype=np.uint8)
+    top = max(0, y + TITLE_BAR)
+    mask[top:y + h, max(0, x):x + w] = diff[top:y + h, max(0, x):x + w] * 255
+    return changed_box(np.repeat(mask[:, :, None], 3, axis=2), np.zeros(frame.shape, dtype=np.uint8))
 
 
 def _dialog(ctx: OracleContext, keys: str) -> Generator[ActionLike, Any, bool]:
@@ -315,7 +331,7 @@ def _dialog(ctx: OracleContext, keys: str) -> Generator[ActionLike, Any, bool]:
     previous = None
     for _ in range(24):
         frame = _screen(ctx)
-        box = changed_box(frame, before)
+        box = dialog_box(frame, before, ctx.truth["thunar"])
         if box is not None and previous is not None and previous.shape == frame.shape and \
                 DIALOG_W[0] <= box[2] - box[0] <= DIALOG_W[1] and DIALOG_H[0] <= box[3] - box[1] <= DIALOG_H[1] and \
                 int(changed_pixels(frame, previous).sum()) <= SETTLED:
@@ -330,6 +346,7 @@ def _select(ctx: OracleContext, name: str) -> Generator[ActionLike, Any, bool]:
     """Select the one file ``name`` in the current folder (Edit > Select by Pattern)."""
     if not (yield from _dialog(ctx, "ctrl+s")):
         return False
+    yield {"kind": "key", "keys": "ctrl+a"}  # the last pattern may be offered
     yield {"kind": "type", "text": name}
     yield {"kind": "key", "keys": "Return"}
     yield {"kind": "wait", "seconds": 1.0}
@@ -337,7 +354,6 @@ def _select(ctx: OracleContext, name: str) -> Generator[ActionLike, Any, bool]:
 
 
 def _new_folder(ctx: OracleContext, department: str, folder: str) -> Iterator[ActionLike]:
-    yield from _focus_thunar(ctx)
     yield from _go(ctx, department)
     if (yield from _dialog(ctx, "ctrl+shift+n")):
         yield {"kind": "key", "keys": "ctrl+a"}
@@ -346,45 +362,43 @@ def _new_folder(ctx: OracleContext, department: str, folder: str) -> Iterator[Ac
         yield {"kind": "wait", "seconds": 1.5}
 
 
-def _rename(ctx: OracleContext, folder: str, name: str, new: str) -> Iterator[ActionLike]:
-    yield from _focus_thunar(ctx)
-    yield from _go(ctx, folder)
-    if (yield from _select(ctx, name)) and (yield from _dialog(ctx, "F2")):
-        yield {"kind": "key", "keys": "ctrl+a"}
-        yield {"kind": "type", "text": new}
-        yield {"kind": "key", "keys": "Return"}
-        yield {"kind": "wait", "seconds": 1.5}
-
-
-def _move(ctx: OracleContext, folder: str, name: str, dest: str) -> Iterator[ActionLike]:
-    yield from _focus_thunar(ctx)
-    yield from _go(ctx, folder)
-    if (yield from _select(ctx, name)):
-        yield {"kind": "key", "keys": "ctrl+x"}
-        yield {"kind": "wait", "seconds": 0.5}
-        yield from _go(ctx, dest)
-        yield {"kind": "key", "keys": "ctrl+v"}
-        yield {"kind": "wait", "seconds": 2.0}
+def _rename_selected(ctx: OracleContext, new: str) -> Generator[ActionLike, Any, bool]:
+    if not (yield from _dialog(ctx, "F2")):
+        return False
+    yield {"kind": "key", "keys": "ctrl+a"}
+    yield {"kind": "type", "text": new}
+    yield {"kind": "key", "keys": "Return"}
+    yield {"kind": "wait", "seconds": 1.5}
+    return True
 
 
 def _file(ctx: OracleContext, rows: Mapping[str, list[str]], route: Mapping[str, str]
           ) -> Generator[ActionLike, Any, bool]:
-    """Thunar until the shell sees the scan at its filing path: one corrective step (make the client folder,
-    rename, move) per look, so a lost key or a slow folder costs a round, not the letter."""
-    dest = f"{route['department']}/{route['folder']}/{route['name']}"
-    for _round in range(9):
+    """Thunar until the shell sees the scan at its filing path. Each round makes the client folder if the shell
+    found none, selects the scan where the shell found it, renames it (it stays selected), cuts it and pastes it
+    into the client folder; the shell looks again, and the next round does what is still missing, so a lost key
+    or a slow folder costs a round, not the letter."""
+    target = f"{route['department']}/{route['folder']}"
+    for _round in range(6):
         at = rows.get("AT", [""])[0]
-        if at == dest:
+        if at == f"{target}/{route['name']}":
             return True
         if not at:
             return False
         folder, _sep, name = at.rpartition("/")
+        yield from _focus_thunar(ctx)
         if rows.get("DIR", ["no"])[0] != "yes":
             yield from _new_folder(ctx, route["department"], route["folder"])
-        elif name != route["name"]:
-            yield from _rename(ctx, folder, name, route["name"])
-        else:
-            yield from _move(ctx, folder, name, f"{route['department']}/{route['folder']}")
+        yield from _go(ctx, folder)
+        selected = yield from _select(ctx, name)
+        if selected and name != route["name"]:
+            selected = yield from _rename_selected(ctx, route["name"])
+        if selected and folder != target:
+            yield {"kind": "key", "keys": "ctrl+x"}
+            yield {"kind": "wait", "seconds": 0.5}
+            yield from _go(ctx, target)
+            yield {"kind": "key", "keys": "ctrl+v"}
+            yield {"kind": "wait", "seconds": 2.0}
         yield {"kind": "shell", "command": mr.locate_command(route["sha"], route["department"], route["folder"])}
         rows = mr.parse_tagged(_terminal(ctx))
     return False
