@@ -258,7 +258,7 @@ def check_log(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
 RECEIPT = re.compile(r"LETTER (\d+) FILED RECEIPT ([A-Z2-9]{6})")
 DIALOG_W, DIALOG_H = (240, 440), (100, 280)  # Thunar's rename, new-folder and select-by-pattern dialogs
 SETTLED = 400
-FAINT, TITLE_BAR = 8, 30
+FAINT, TITLE_BAR, CENTRED = 8, 30, (80, 120)
 
 
 def _screen(ctx: OracleContext) -> np.ndarray:
@@ -324,6 +324,17 @@ def dialog_box(frame: np.ndarray, before: np.ndarray, window: Any) -> tuple[int,
     return changed_box(np.repeat(mask[:, :, None], 3, axis=2), np.zeros(frame.shape, dtype=np.uint8))
 
 
+def is_dialog(box: tuple[int, int, int, int] | None, window: Any) -> bool:
+    """A box of a Thunar dialog's size, centred on Thunar's window as its dialogs are (a repaint of the folder view
+    after a late navigation is larger, the type-ahead search box smaller and in a corner)."""
+    if box is None:
+        return False
+    x, y, w, h = (int(v) for v in window)
+    return (DIALOG_W[0] <= box[2] - box[0] <= DIALOG_W[1] and DIALOG_H[0] <= box[3] - box[1] <= DIALOG_H[1]
+            and abs((box[0] + box[2]) / 2 - (x + w / 2)) <= CENTRED[0]
+            and abs((box[1] + box[3]) / 2 - (y + h / 2)) <= CENTRED[1])
+
+
 def _dialog(ctx: OracleContext, keys: str) -> Generator[ActionLike, Any, bool]:
     """Press ``keys`` and wait until a dialog of Thunar's size shows and holds still; False (and Escape) if none."""
     before = _screen(ctx)
@@ -331,9 +342,8 @@ def _dialog(ctx: OracleContext, keys: str) -> Generator[ActionLike, Any, bool]:
     previous = None
     for _ in range(24):
         frame = _screen(ctx)
-        box = dialog_box(frame, before, ctx.truth["thunar"])
-        if box is not None and previous is not None and previous.shape == frame.shape and \
-                DIALOG_W[0] <= box[2] - box[0] <= DIALOG_W[1] and DIALOG_H[0] <= box[3] - box[1] <= DIALOG_H[1] and \
+        if is_dialog(dialog_box(frame, before, ctx.truth["thunar"]), ctx.truth["thunar"]) and \
+                previous is not None and previous.shape == frame.shape and \
                 int(changed_pixels(frame, previous).sum()) <= SETTLED:
             return True
         previous = frame
