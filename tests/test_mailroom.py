@@ -335,3 +335,21 @@ def test_the_scanner_shows_letters_after_scan_refuses_and_gives_receipts(xvfb: X
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_the_oracle_tells_a_thunar_dialog_from_a_repaint_or_the_type_ahead_box() -> None:
+    window = [0, 40, 700, 640]
+    before = np.full((720, 1280, 3), 255, dtype=np.uint8)
+
+    def box_of(x0: int, y0: int, x1: int, y1: int, shade: int = 246) -> tuple[int, int, int, int] | None:
+        frame = before.copy()
+        frame[y0:y1, x0:x1] = shade  # a dialog's faint grey over the white folder view
+        frame[40:66, 0:700] = 90  # the title bar's shade changes with the focus: not part of the box
+        return mm.dialog_box(frame, before, window)
+
+    dialog = box_of(187, 265, 513, 455)
+    assert dialog is not None and mm.is_dialog(dialog, window)
+    assert not mm.is_dialog(box_of(170, 120, 700, 680), window)  # the folder view repainted
+    assert not mm.is_dialog(box_of(520, 600, 690, 630), window)  # the type-ahead search box
+    assert not mm.is_dialog(box_of(187, 265, 513, 455, shade=253), window)  # too faint: nothing changed
+    assert not mm.is_dialog(None, window)
