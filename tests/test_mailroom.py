@@ -353,3 +353,19 @@ def test_the_oracle_tells_a_thunar_dialog_from_a_repaint_or_the_type_ahead_box()
     assert not mm.is_dialog(box_of(520, 600, 690, 630), window)  # the type-ahead search box
     assert not mm.is_dialog(box_of(187, 265, 513, 455, shade=253), window)  # too faint: nothing changed
     assert not mm.is_dialog(None, window)
+
+
+def test_the_locate_finds_a_client_folder_made_in_the_wrong_place(tmp_path: Path) -> None:
+    seed = 0
+    home = _home(seed, tmp_path)
+    room = home / "postroom"
+    x = next(x for x in _plan(seed)["letters"] if not (room / x["department"] / x["client_folder"]).exists())
+    elsewhere = next(d for d in mr.DEPARTMENTS if d != x["department"])
+    (home / "postroom" / elsewhere / x["client_folder"]).mkdir()
+    rows = mr.parse_tagged(_run(home, ["bash", "-c", mr.locate_command(x["sha256"], x["department"],
+                                                                       x["client_folder"])]))
+    assert rows == {"AT": [f"inbox/{x['scan']}"], "DIR": ["no"], "STRAY": [f"{elsewhere}/{x['client_folder']}"]}
+    (room / elsewhere / x["client_folder"]).rename(room / x["department"] / x["client_folder"])
+    rows = mr.parse_tagged(_run(home, ["bash", "-c", mr.locate_command(x["sha256"], x["department"],
+                                                                       x["client_folder"])]))
+    assert rows == {"AT": [f"inbox/{x['scan']}"], "DIR": ["yes"]}

@@ -248,17 +248,19 @@ print("DIR|" + ("yes" if os.path.isdir(f"{{home}}/postroom/{{dept}}/{{folder}}")
 
 
 def locate_command(sha: str, department: str, folder: str) -> str:
-    """Shell: where the scan with hash ``sha`` is now under ~/postroom, and whether its client folder exists."""
+    """Shell: where the scan with hash ``sha`` is now under ~/postroom, whether its client folder exists, and any
+    folder of that name made elsewhere (a new folder made before Thunar had shown the department)."""
     return (f"cd ~/postroom && find . -type f -exec sha256sum {{}} + | awk '$1 == \"{sha}\" "
             "{sub(/^\\.\\//, \"\", $2); print \"AT|\" $2}'; "
-            f"if [ -d {department}/{folder} ]; then echo DIR\\|yes; else echo DIR\\|no; fi")
+            f"if [ -d {department}/{folder} ]; then echo DIR\\|yes; else echo DIR\\|no; fi; "
+            f"find . -mindepth 2 -type d -name {folder} ! -path ./{department}/{folder} | sed 's,^\\./,STRAY|,'")
 
 
 def parse_tagged(terminal: str) -> dict[str, list[str]]:
-    """{tag: fields} of the tagged lines (ROUTE, AT, DIR) a lookup or locate printed; the last of each tag."""
+    """{tag: fields} of the tagged lines (ROUTE, AT, DIR, STRAY) a lookup or locate printed; the last of each."""
     rows: dict[str, list[str]] = {}
     for line in terminal.replace("\r", "").split("\n"):
         tag, _sep, rest = line.strip().partition("|")
-        if tag in ("ROUTE", "AT", "DIR") and _sep:
+        if tag in ("ROUTE", "AT", "DIR", "STRAY") and _sep:
             rows[tag] = rest.split("|")
     return rows

@@ -259,6 +259,7 @@ RECEIPT = re.compile(r"LETTER (\d+) FILED RECEIPT ([A-Z2-9]{6})")
 DIALOG_W, DIALOG_H = (240, 440), (100, 280)  # Thunar's rename, new-folder and select-by-pattern dialogs
 SETTLED = 400
 FAINT, TITLE_BAR, CENTRED = 8, 30, (80, 120)
+VIEW = (180, 110)  # the folder view's offset in Thunar's window (right of the side pane, below the toolbar)
 
 
 def _screen(ctx: OracleContext) -> np.ndarray:
@@ -304,9 +305,17 @@ def _go(ctx: OracleContext, folder: str) -> Iterator[ActionLike]:
     """Thunar to ~/postroom/<folder> through its location bar, then the focus into the folder view: Return in the
     location bar of the folder already shown leaves the focus there, where Ctrl+X would cut the bar's text."""
     x, y, w, h = ctx.truth["thunar"]
+    before = _screen(ctx)
     yield {"kind": "key", "keys": "ctrl+l"}
     yield {"kind": "type", "text": f"{POSTROOM}/{folder}/"}
     yield {"kind": "key", "keys": "Return"}
+    for _ in range(8):  # the folder view shows the new folder's content (under TCG, seconds after the key)
+        frame = _screen(ctx)
+        if frame.shape == before.shape and int(changed_pixels(frame[y + VIEW[1]:y + h - VIEW[1], x + VIEW[0]:x + w],
+                                                              before[y + VIEW[1]:y + h - VIEW[1], x + VIEW[0]:x + w]
+                                                              ).sum()) > SETTLED:
+            break
+        yield {"kind": "wait", "seconds": 0.75}
     yield from _settle(ctx)
     yield {"kind": "click", "x": x + w - 60, "y": y + h - 80}  # empty space in the folder view
 
@@ -389,7 +398,7 @@ def _file(ctx: OracleContext, rows: Mapping[str, list[str]], route: Mapping[str,
     into the client folder; the shell looks again, and the next round does what is still missing, so a lost key
     or a slow folder costs a round, not the letter."""
     target = f"{route['department']}/{route['folder']}"
-    for _round in range(6):
+    for _round in range(8):
         at = rows.get("AT", [""])[0]
         if at == f"{target}/{route['name']}":
             return True
@@ -397,6 +406,19 @@ def _file(ctx: OracleContext, rows: Mapping[str, list[str]], route: Mapping[str,
             return False
         folder, _sep, name = at.rpartition("/")
         yield from _focus_thunar(ctx)
+        stray = rows.get("STRAY", [""])[0]
+        if stray and rows.get("DIR", ["no"])[0] != "yes":  # the client folder made elsewhere: move it where it goes
+            parent, _sep, made = stray.rpartition("/")
+            yield from _go(ctx, parent)
+            if (yield from _select(ctx, made)):
+                yield {"kind": "key", "keys": "ctrl+x"}
+                yield {"kind": "wait", "seconds": 0.5}
+                yield from _go(ctx, route["department"])
+                yield {"kind": "key", "keys": "ctrl+v"}
+                yield {"kind": "wait", "seconds": 2.0}
+            yield {"kind": "shell", "command": mr.locate_command(route["sha"], route["department"], route["folder"])}
+            rows = mr.parse_tagged(_terminal(ctx))
+            continue
         if rows.get("DIR", ["no"])[0] != "yes":
             yield from _new_folder(ctx, route["department"], route["folder"])
         yield from _go(ctx, folder)
