@@ -491,6 +491,4 @@ TASK = Task(
     apps=("Release Board (python3-tk)", "gitk", "git", "python3"),
     max_steps=160,
     time_budget_s=2700.0,
-    draft="clean in the VM on seeds 3 and 6 at 2737146 (oracle 1.0 in 43 steps, 14 switches, every adversary 0); "
-          "seed 0 still to validate (its validation got no VM slot before the deadline)",
 )
