@@ -405,6 +405,4 @@ TASK = Task(
     apps=("Bench Scope (python3-tk)", "LIMS Calibration Entry (python3-tk)", "sqlite3", "python3"),
     max_steps=220,
     time_budget_s=3000.0,
-    draft="the oracle scored 1.0 in the VM on seed 0 (48 steps, 11 switches, 403 s); the validations with the "
-          "adversaries (seeds 0, 3, 6) are not yet run: no VM slot came free in time in session 20",
 )
