@@ -13,6 +13,7 @@ import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -276,3 +277,14 @@ def test_the_legal_review_opens_redlines_in_turn_refuses_and_approves(xvfb: Xvfb
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_the_oracle_replayed_without_one_channel_still_finishes_within_the_step_limit() -> None:
+    """What the one-channel adversaries see: a screen where no redline ever shows, or a shell that answers nothing."""
+    ctx = SimpleNamespace(params={}, truth={"count": 1, "review_at": [830, 0], "targets": {
+        "open": [900, 60], "tag": [900, 325], "text": [400, 400]}},
+        obs={"screen": np.full((720, 1280, 3), 255, dtype=np.uint8), "terminal": ""})
+
+    actions = list(hr.oracle(ctx))  # type: ignore[arg-type]
+    # one redline's worth of waiting: four redlines stay well inside the limit
+    assert actions[-1] == {"kind": "done"} and 4 * len(actions) < hr.TASK.max_steps

@@ -242,6 +242,10 @@ def origin(image: np.ndarray, reach: int = 40) -> tuple[int, int] | None:
 
 
 def read_redline(image: np.ndarray, at: Sequence[int]) -> list[str]:
+    """The redline's lines as drawn (trailing blank lines cut; [] at once when its first line is blank)."""
+    first = pixel_font.read_text(image, at[0] + REDLINE_TEXT[0], at[1] + REDLINE_TEXT[1], SCALE, LINE_CHARS)
+    if not first:
+        return []
     lines = [pixel_font.read_text(image, at[0] + REDLINE_TEXT[0], at[1] + REDLINE_TEXT[1] + i * LINE_H, SCALE,
                                   LINE_CHARS) for i in range(MAX_LINES)]
     while lines and not lines[-1]:
