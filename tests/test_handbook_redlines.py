@@ -282,7 +282,7 @@ def test_the_legal_review_opens_redlines_in_turn_refuses_and_approves(xvfb: Xvfb
 def test_the_oracle_replayed_without_one_channel_still_finishes_within_the_step_limit() -> None:
     """What the one-channel adversaries see: a screen where no redline ever shows, or a shell that answers nothing."""
     ctx = SimpleNamespace(params={}, truth={"count": 1, "review_at": [830, 0], "targets": {
-        "open": [900, 60], "tag": [900, 325], "text": [400, 400]}},
+        "open": [900, 60], "tag": [900, 325], "text": [400, 400], "editor": [0, 0, 820, 690]}},
         obs={"screen": np.full((720, 1280, 3), 255, dtype=np.uint8), "terminal": ""})
 
     actions = list(hr.oracle(ctx))  # type: ignore[arg-type]
