@@ -290,6 +290,4 @@ TASK = Task(
     apps=("Harbour Office (python3-tk)", "sgt-bridges", "sqlite3", "python3"),
     max_steps=600,
     time_budget_s=3600.0,
-    draft="in the VM the oracle scored 1.0 on seed 0 (223 steps, 17 switches, 628 s); no VM slot came free in time "
-          "for the validations (noop and the adversaries) on seeds 0, 3 and 6, which are missing",
 )
