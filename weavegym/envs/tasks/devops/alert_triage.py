@@ -544,6 +544,7 @@ TASK = Task(
     apps=("Alert Board (python3-tk)", "wireshark-qt", "tshark"),
     max_steps=400,
     time_budget_s=3600.0,
-    draft="validated clean in the VM on seed 0 only (oracle 1.0 in 140 steps, 13 switches, every adversary 0); "
-          "seeds 3 and 6 not yet run",
+    draft="clean in the VM on seeds 0 and 6 (oracle 1.0 in 140-150 steps, 13 switches, every adversary 0); on seed "
+          "3 a validation on a host at load 10 lost alert 2's export in all three tries (oracle 0.25 in 323 steps), "
+          "and an oracle run after it scored 1.0 in 146 steps: the export under heavy load is not yet reliable",
 )
