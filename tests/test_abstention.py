@@ -6,9 +6,11 @@ the quitter and the fabricator, and the oracle must find out which kind it is pl
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -18,6 +20,7 @@ from weavegym.envs.task import CANDIDATES, CAUSES, FEASIBLE, Abstention, Channel
 from weavegym.envs.weave_env import WeaveEnv
 from weavegym.evaluators import Clause, Probe, Verdict
 from weavegym.ops.validation import INFEASIBLE, schedule, validate_task
+from weavegym.reporting.report import write_report
 from weavegym.testing.local_backend import LocalBackend
 
 pytestmark = pytest.mark.xvfb
@@ -79,10 +82,11 @@ def _env(task: Task = TASK) -> WeaveEnv:
     return WeaveEnv(task, backend=LocalBackend(SCREEN), screen_size=SCREEN, settle_stable_s=0.05)
 
 
-def test_validation_plays_a_seed_of_each_kind_and_every_giving_up_or_making_up_agent_fails() -> None:
+def test_validation_plays_a_seed_of_each_kind_and_every_giving_up_or_making_up_agent_fails(tmp_path: Path) -> None:
     assert schedule(TASK, 0, ("oracle", "noop")) == [(0, "", ("oracle", "noop", "quitter")),
                                                      (2, INFEASIBLE, ("oracle", "noop", "quitter", "fabricator"))]
-    report = validate_task(TASK, seed=0, runs=("oracle", "noop"), env_factory=lambda task: _env(task))
+    report = validate_task(TASK, seed=0, runs=("oracle", "noop"), env_factory=lambda task: _env(task),
+                           record=tmp_path / "episodes", repeat=1)
     assert report.error is None, report.error
     scores = {run: result.score for run, result in report.results.items()}
     assert scores == {"oracle": 1.0, "noop": 0.0, "quitter": 0.0, "oracle/infeasible": 1.0, "noop/infeasible": 0.0,
@@ -93,6 +97,20 @@ def test_validation_plays_a_seed_of_each_kind_and_every_giving_up_or_making_up_a
     made_up = {c["name"]: c for c in report.results["fabricator/infeasible"].evaluation["clauses"]}
     assert made_up["nothing_fabricated"]["outcome"] == "failed" and "restored.db" in made_up[
         "nothing_fabricated"]["evidence"]
+    # --record: every run's episode on disk as `weavegym run` writes it, one folder per run, and a report of them
+    episodes = tmp_path / "episodes"
+    assert sorted(p.name for p in episodes.iterdir()) == sorted(
+        f"{TASK.id}.{run.replace('/', '-')}" for run in report.results)
+    for run, result in report.results.items():
+        episode = episodes / f"{TASK.id}.{run.replace('/', '-')}" / "ep1"
+        steps = [json.loads(line) for line in (episode / "steps.jsonl").read_text().splitlines()]
+        assert len(steps) == result.steps + 1 and steps[0]["channel"] == "reset", run
+        assert all((episode / step["frame_file"]).is_file() for step in steps)
+        assert json.loads((episode / "evaluation.json").read_text())["score"] == result.score
+        summary = json.loads((episode / "episode.json").read_text())
+        assert (summary["agent"], summary["score"], summary["seed"]) == (run.split("/")[0], result.score, result.seed)
+    html = write_report(episodes).read_text()
+    assert f"{TASK.id}.fabricator-infeasible" in html and "nothing_fabricated" in html
 
 
 @pytest.mark.parametrize(("seed", "ending", "fabricate", "score"), [

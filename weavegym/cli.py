@@ -203,6 +203,8 @@ def validate(
     workers: int = typer.Option(1, min=1, help="Tasks validated at once, one VM and one process each (a 2-core "
                                 "host gains from 2, not more)."),
     prepared_states: bool = typer.Option(False, help="Envs restore the host's prepared states (no boot per task)."),
+    record: Path | None = typer.Option(None, help="Write every run's episode (frames, steps, evaluation) under "
+                                       "this folder, as `weavegym run --out` does: `weavegym report` shows them."),
 ) -> None:
     """Per task: the oracle must score 1.0, doing nothing 0, and the cli-only, gui-only and forger adversaries
     must each stay below the pass threshold (tasks with infeasible variants: on a seed of each kind, with the
@@ -222,9 +224,11 @@ def validate(
         overall = bar.add_task("runs", total=repeat * sum(run_count(task) for task in selected))
         jobs = [(k, task.id) for k in range(repeat) for task in selected]
         if workers == 1:
-            reports = _validate_serially(jobs, seed, bar, overall, json_out, prepared_states)
+            reports = _validate_serially(jobs, seed, bar, overall, json_out, prepared_states, record)
         else:
-            reports = _validate_in_parallel(jobs, seed, workers, bar, overall, json_out, prepared_states)
+            reports = _validate_in_parallel(jobs, seed, workers, bar, overall, json_out, prepared_states, record)
+    if record is not None:
+        err.print(f"episodes: {record} (`weavegym report {record}`)")
     _print_validation(reports, title=f"weavegym validate {pattern} (seed {seed})")
     stats = task_stats(reports)
     failed, total = flake_rate(stats)
@@ -241,7 +245,8 @@ def validate(
 
 
 def _validate_serially(jobs: list[tuple[int, str]], seed: int, bar: Progress, overall: TaskID,
-                       json_out: Path | None, prepared_states: bool) -> list[dict[str, object]]:
+                       json_out: Path | None, prepared_states: bool, record: Path | None
+                       ) -> list[dict[str, object]]:
     """One task after the other in this process; the bar advances with every run."""
     from dataclasses import asdict
 
@@ -255,7 +260,8 @@ def _validate_serially(jobs: list[tuple[int, str]], seed: int, bar: Progress, ov
         def advance(run: str, result: object, task_id: str = task_id) -> None:
             bar.update(overall, advance=1, description=f"{task_id} {run} done")
 
-        report = validate_task(get_task(task_id), seed=seed, on_run=advance, prepared_states=prepared_states)
+        report = validate_task(get_task(task_id), seed=seed, on_run=advance, prepared_states=prepared_states,
+                               record=record, repeat=k)
         reports.append(asdict(report) | {"violations": report.violations(), "repeat": k})
         if json_out is not None:  # written as it goes: a long suite run keeps what it measured
             json_out.write_text(json.dumps(reports, indent=2))
@@ -263,7 +269,8 @@ def _validate_serially(jobs: list[tuple[int, str]], seed: int, bar: Progress, ov
 
 
 def _validate_in_parallel(jobs: list[tuple[int, str]], seed: int, workers: int, bar: Progress, overall: TaskID,
-                          json_out: Path | None, prepared_states: bool) -> list[dict[str, object]]:
+                          json_out: Path | None, prepared_states: bool, record: Path | None
+                          ) -> list[dict[str, object]]:
     """Tasks over ``workers`` spawned processes (one VM each); the bar advances as tasks finish.
 
     The report keeps the serial order (repeat, then suite order) whatever order the tasks finish in, so
@@ -280,7 +287,7 @@ def _validate_in_parallel(jobs: list[tuple[int, str]], seed: int, workers: int, 
     pool = ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=spawn, initializer=_unwind_on_sigterm,
                                initargs=(os.getpid(),))
     try:
-        futures = {pool.submit(validate_by_id, task_id, seed, k, prepared_states): i
+        futures = {pool.submit(validate_by_id, task_id, seed, k, prepared_states, record): i
                    for i, (k, task_id) in enumerate(jobs)}
         bar.update(overall, description=f"{len(jobs)} task runs on {min(workers, len(jobs))} workers")
         for future in as_completed(futures):

@@ -26,6 +26,7 @@ import itertools
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from weavegym.baselines import adversaries
@@ -37,6 +38,7 @@ from weavegym.baselines.adversaries import (
     Step,
     TerminalCommand,
 )
+from weavegym.baselines.runner import EPISODE_FILE, EpisodeWriter
 from weavegym.core.errors import WeaveGymError
 from weavegym.envs.actions import ENDING_KINDS, Action, parse_action
 from weavegym.envs.task import CANDIDATES, OracleContext, Task
@@ -90,11 +92,42 @@ class TaskValidation:
         return found
 
 
-def run_policy(env: WeaveEnv, run: str, plan: Plan, seed: int) -> EpisodeResult:
-    """One episode: reset, feed the plan's steps, finish with done if the plan did not."""
+def run_policy(env: WeaveEnv, run: str, plan: Plan, seed: int, record: Path | None = None) -> EpisodeResult:
+    """One episode: reset, feed the plan's steps, finish with done if the plan did not.
+
+    ``record``: an episode directory to write as ``weavegym run`` does (frames, steps.jsonl, evaluation.json,
+    episode.json), so that ``weavegym report`` shows what an oracle that lost a step under load saw.
+    """
     start = time.monotonic()
+    writer = EpisodeWriter(record) if record is not None else None
+    try:
+        result = _play(env, run, plan, seed, writer, start)
+    finally:
+        if writer is not None:
+            writer.close()
+    if writer is not None:
+        writer.json("evaluation.json", result.evaluation)
+        writer.json(EPISODE_FILE, {
+            "task_id": env.task.id, "domain": env.task.domain, "episode": 0, "seed": seed, "agent": run,
+            "status": "done", "score": result.score, "passed": bool(result.evaluation.get("passed")),
+            "steps": result.steps, "wall_s": round(result.seconds, 2), "end_reason": result.end_reason,
+            "error": result.plan_error or None, "instruction": env.instruction})
+    return result
+
+
+def _record(writer: EpisodeWriter | None, env: WeaveEnv, screen: Any, reward: float) -> None:
+    """The env's last trajectory step and its frame, as the runner writes them."""
+    if writer is None or screen is None or env.trajectory is None:
+        return
+    step = env.trajectory.steps[-1]
+    writer.step(step.to_dict() | {"frame_file": writer.write_frame(screen, step.frame.digest), "reward": reward})
+
+
+def _play(env: WeaveEnv, run: str, plan: Plan, seed: int, writer: EpisodeWriter | None,
+          start: float) -> EpisodeResult:
     obs, info = env.reset(seed=seed)
     reset_s = time.monotonic() - start
+    _record(writer, env, obs.get("screen"), 0.0)
     assert env.prepared is not None and env.backend is not None and env.backend.client is not None
     ctx = OracleContext(env.prepared.params, env.task.oracle_truth(env.prepared.truth), env.config.screen_size, obs,
                         info)
@@ -115,6 +148,7 @@ def run_policy(env: WeaveEnv, run: str, plan: Plan, seed: int) -> EpisodeResult:
             channels.append(action.channel if action is not None else "")
             obs, reward_, terminated, truncated, info_end = env.step(step)
             steps += 1
+            _record(writer, env, obs.get("screen"), float(reward_))
             if action is not None and action.kind in ENDING_KINDS:
                 ending = action.to_dict()
             ctx.obs, ctx.info = obs, info_end
@@ -130,9 +164,10 @@ def run_policy(env: WeaveEnv, run: str, plan: Plan, seed: int) -> EpisodeResult:
             raise
         plan_error = f"{type(exc).__name__}: {exc}"[:500]
     if not ended:
-        _obs, reward_, _t, _tr, info_end = env.step({"kind": "done"})
+        obs, reward_, _t, _tr, info_end = env.step({"kind": "done"})
         steps += 1
         reward = float(reward_)
+        _record(writer, env, obs.get("screen"), reward)
     return EpisodeResult(run, reward, steps, time.monotonic() - start, str(info_end.get("end_reason", "")),
                          errors, info_end.get("evaluation", {}), seed, reset_s, typed, plan_error, ending,
                          channel_switches(channels))
@@ -209,8 +244,9 @@ def run_count(task: Task, runs: tuple[str, ...] = RUNS) -> int:
 def validate_task(task: Task, *, seed: int = 0, runs: tuple[str, ...] = RUNS,
                   env_factory: Callable[[Task], WeaveEnv] | None = None,
                   on_run: Callable[[str, EpisodeResult], None] | None = None,
-                  prepared_states: bool = False) -> TaskValidation:
-    """``prepared_states``: the env restores the host's prepared states (EnvConfig.prepared_states)."""
+                  prepared_states: bool = False, record: Path | None = None, repeat: int = 0) -> TaskValidation:
+    """``prepared_states``: the env restores the host's prepared states (EnvConfig.prepared_states).
+    ``record``: write every run's episode under ``record/<task id>.<run>/ep<repeat>`` (``weavegym report``)."""
     report = TaskValidation(task.id, task.pass_threshold)
     env: WeaveEnv | None = None
     forged: dict[str, tuple[str, bytes]] = {}
@@ -221,7 +257,9 @@ def validate_task(task: Task, *, seed: int = 0, runs: tuple[str, ...] = RUNS,
         for run_seed, suffix, names in schedule(task, seed, runs):
             forged, oracle_ending = {}, None
             for run in names:
-                result = run_policy(env, run, _plans(task, env, forged, oracle_ending)[run], run_seed)
+                episode = (record / f"{task.id}.{(run + suffix).replace('/', '-')}" / f"ep{repeat}"
+                           if record is not None else None)
+                result = run_policy(env, run, _plans(task, env, forged, oracle_ending)[run], run_seed, episode)
                 report.results[run + suffix] = result
                 if run == "oracle":  # what the adversaries forge: the deliverables and ending of a passing run
                     forged, oracle_ending = _oracle_deliverables(task, env), result.ending
@@ -240,7 +278,8 @@ def _oracle_deliverables(task: Task, env: WeaveEnv) -> dict[str, tuple[str, byte
     return adversaries.capture_deliverables(task, env.prepared.truth, Probe(env.backend.client).read_bytes)
 
 
-def validate_by_id(task_id: str, seed: int, repeat: int, prepared_states: bool = False) -> dict[str, Any]:
+def validate_by_id(task_id: str, seed: int, repeat: int, prepared_states: bool = False,
+                   record: Path | None = None) -> dict[str, Any]:
     """One task's validation as a JSON-ready dict (the unit of work of ``validate --workers N``).
 
     Takes the id, not the Task, so that it can run in a freshly spawned process (no inherited gRPC or
@@ -248,5 +287,6 @@ def validate_by_id(task_id: str, seed: int, repeat: int, prepared_states: bool =
     """
     from dataclasses import asdict
 
-    report = validate_task(get_task(task_id), seed=seed, prepared_states=prepared_states)
+    report = validate_task(get_task(task_id), seed=seed, prepared_states=prepared_states, record=record,
+                           repeat=repeat)
     return asdict(report) | {"violations": report.violations(), "repeat": repeat}
