@@ -28,8 +28,9 @@ PLACEHOLDER = "[name and e-mail to follow]"
 
 TITLE, HEADING = "Legal Review", "LEGAL REVIEW"
 SCALE, HEADING_AT = 2, (16, 12)
-REVIEW_AT, REVIEW_SIZE = (830, 0), (450, 600)
-MOUSEPAD_AT, MOUSEPAD_SIZE = (0, 0), (820, 690)
+# Below the full desktop's top panel (xfwm4 keeps windows out of its 40 px strip, as the other full tasks do).
+REVIEW_AT, REVIEW_SIZE = (830, 40), (450, 600)
+MOUSEPAD_AT, MOUSEPAD_SIZE = (0, 40), (820, 640)
 LINE_CHARS, LINE_H, MAX_LINES = 34, 22, 9
 REDLINE_TEXT = (16, 90)  # first line of the redline's text, in the window
 OPEN_BOX = (16, 44, 200, 34)  # "Open next redline"
