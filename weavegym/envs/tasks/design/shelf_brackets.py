@@ -353,13 +353,22 @@ def _model(ctx: OracleContext, dims: Mapping[str, int], hole_d: float, part: int
             yield {"kind": "key", "keys": "alt+y"}
 
 
+def mark_path(part: int) -> str:
+    """The marker an export must be newer than to count as this round's."""
+    return f"/tmp/.bracket-{part}.mark"
+
+
 def measure_command(part: int, density: float) -> str:
-    """Wait for the part's STL newer than the marker, then its volume (admesh) and the mass of one bracket."""
-    stl, mark = sc.stl_path(part), f"/tmp/.bracket-{part}.mark"
+    """Wait for the part's STL newer than the marker, then its volume (admesh) and the mass of one bracket.
+
+    It writes nothing, the marker included (the next round's ``touch`` is a command of its own): a command that
+    names the STL and also writes somewhere is one the GUI-artifact rule reads as writing the STL.
+    """
+    stl, mark = sc.stl_path(part), mark_path(part)
     return (f"timeout 90 sh -c 'until [ -s {stl} ] && [ {stl} -nt {mark} ]; do sleep 0.5; done'; sleep 1; "
             f"V=$(admesh {stl} | sed -n 's/.*Volume *: *\\([0-9.]*\\).*/\\1/p'); "
             f"echo \"MEASURED {part} $V $(python3 -c \"print(round(float('${{V:-0}}') * {density} / 1000, 2))\")\"; "
-            f"[ -e {stl} ] && echo STL {part} EXISTS; touch {mark}")
+            f"[ -e {stl} ] && echo STL {part} EXISTS")
 
 
 def _confirm(ctx: OracleContext, part: int, mass: float) -> Generator[ActionLike, Any, str | None]:
@@ -395,7 +404,7 @@ def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
         if dims is None:
             break
         yield {"kind": "shell", "command": f"sqlite3 -separator '|' {sc.DB} {shlex.quote(part_sql(job, part))}; "
-                                           f"touch /tmp/.bracket-{part}.mark"}
+                                           f"touch {mark_path(part)}"}
         found = re.search(rf"^MAT\|{part}\|([0-9.]+)\|([0-9.]+)\|(\d+)\s*$", _terminal(ctx), re.M)
         if found is None:
             break
@@ -412,6 +421,7 @@ def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
             if got and abs(float(got[-1][0]) - expected) <= 0.0005 * expected:
                 measured = float(got[-1][0]), float(got[-1][1])
                 break
+            yield {"kind": "shell", "command": f"touch {mark_path(part)}"}  # the next round waits for a newer export
         if measured is None:
             break
         code = yield from _confirm(ctx, part, measured[1])

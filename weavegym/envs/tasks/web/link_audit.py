@@ -255,9 +255,10 @@ def check_tickets(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
 
 
 def check_sitemap(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
-    text = probe.read_text(SITEMAP, max_bytes=MAX_REPORT)
-    if text is None:
+    data = probe.read_bytes(SITEMAP, max_bytes=MAX_REPORT)
+    if data is None:
         return Verdict.failed(f"{SITEMAP} does not exist")
+    text = data.decode("utf-8", errors="replace")
     listed = {url_path(line, truth["origin"]) or line.strip() for line in text.splitlines() if line.strip()}
     want = set(truth["sitemap"])
     missing, extra = sorted(want - listed), sorted(listed - want)
