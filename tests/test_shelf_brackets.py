@@ -25,7 +25,10 @@ from weavegym.envs.tasks.data.sqlite_bytes import database_bytes, opened
 from weavegym.envs.tasks.design import _shelf_common as sc
 from weavegym.envs.tasks.design import shelf_brackets as sb
 from weavegym.envs.tasks.spatial.stl_geometry import triangles, volume
+from weavegym.evaluators import GuiArtifactViaCli
 from weavegym.evaluators.scoring import Outcome
+from weavegym.evaluators.shell_targets import shell_writes
+from weavegym.evaluators.trajectory_rules import mentions
 from weavegym.machine.guest_client import GuestClient
 from weavegym.testing.files_probe import FilesProbe
 from weavegym.testing.xvfb import XvfbDisplay
@@ -192,6 +195,17 @@ def test_the_oracles_shell_commands_run_in_the_real_bash_sqlite3_and_admesh(tmp_
     rows, problem = sb.parse_bom((cutlist / "bom.csv").read_text())
     assert problem == "" and rows[2] == ["2", CODES[2], f"{PART['volume']:.2f}", f"{PART['mass']:.2f}", "7"]
     assert (cutlist / "bom.csv").read_text().splitlines()[0] == sc.BOM_HEADER
+
+
+def test_the_oracles_shell_commands_do_not_read_as_writing_an_stl() -> None:
+    """The task's GUI-artifact rule reads a command that names an STL inside $(…) and writes anywhere as writing it
+    (a VM oracle once scored 0 on its own marker's touch)."""
+    rule = next(r for r in sb.TASK.rules if isinstance(r, GuiArtifactViaCli))
+    commands = [sb.measure_command(part, PART["density"]) for part in (1, 2, 3)]
+    commands += [sb.bom_command(1, CODES[1], PART["volume"], PART["mass"], 7), f"touch {sb.mark_path(1)}"]
+    for command in commands:
+        for path in rule.paths:
+            assert all(shell_writes(command, m).sign is None for m in mentions(command, path)), (command, path)
 
 
 def test_the_oracle_types_a_program_with_the_clearance() -> None:
