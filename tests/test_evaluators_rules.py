@@ -212,6 +212,10 @@ REPORT = "/home/user/report.txt"
     ("shell", "echo ~/report.txt | xargs cp /tmp/forged", ["high"]),
     ("shell", "for f in ~/report.txt; do cp /tmp/forged $f; done", ["high"]),
     ("shell", "eval cp /tmp/forged ~/report.txt", ["high"]),
+    ("shell", "cp /tmp/forged \"$(cat <<< ~/report.txt)\"", ["high"]),  # a here-string's words are text
+    # ...but a $(…) that reads the file through '<' sees its bytes, never its name.
+    ("shell", "echo \"report | $(sha256sum < ~/report.txt | cut -d' ' -f1)\" >> /tmp/filing.txt", ["low"]),
+    ("shell", "echo \"$(wc -c <\"$HOME/report.txt\")\" > /tmp/size", ["low"]),
 ])
 def test_gui_artifact_via_cli(probe: Probe, kind: str, source: str, expected: list[str]) -> None:
     rule = GuiArtifactViaCli([REPORT], reason="the report must be typed in the editor")

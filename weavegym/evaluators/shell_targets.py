@@ -121,14 +121,22 @@ _ASSIGNED = re.compile(r"(?:^|\s)(?:export\s+|local\s+|readonly\s+|declare\s+(?:
 _EXECUTES_INPUT = re.compile(r"^\s*\|\s*(?:sudo\s+)?(?:xargs|sh|bash|dash|zsh|parallel|while|source|\.)\b")
 
 
+# The mention is in the word after a lone '<' (not '<<' or '<<<', whose words are text, nor '<>', which opens for
+# writing too); ``before`` ends with that word's start ('~/', '"$HOME/', ...) when the mention is a basename.
+_READ_FROM = re.compile(r"(?:^|[^<])\d*<\s*[\"']?[^\s\"'<>|;&()]*$")
+
+
 def _indirect(source: str, seg: Segment, mention: re.Match[str]) -> bool:
     """The name is handed on rather than used where it stands: in a variable, a $(…), a loop, eval, or xargs.
 
-    Its target role is then unknowable from the text, so the caller falls back to "any write counts".
+    Its target role is then unknowable from the text, so the caller falls back to "any write counts". A name a
+    $(…) reads from with '<' is not handed on: the command sees its bytes, never the name
+    (``echo "$(sha256sum < ~/minutes.odt)" >> filing.txt`` is how anyone records a checksum).
     """
     opener = source[:seg.start].rstrip(" \t")
     before = source[seg.start:mention.start()]
-    return (opener.endswith(("$(", "`")) or bool(_ASSIGNED.search(before)) or "eval" in seg.text.split()
+    substituted = opener.endswith(("$(", "`")) and not _READ_FROM.search(before)
+    return (substituted or bool(_ASSIGNED.search(before)) or "eval" in seg.text.split()
             or bool(_EXECUTES_INPUT.match(source[seg.end:])))
 
 
