@@ -253,7 +253,9 @@ def test_the_legal_review_opens_redlines_in_turn_refuses_and_approves(xvfb: Xvfb
         wait_for(lambda: hb.read_redline(client.screenshot().image, at) == p["redlines"][0]["lines"], 20,
                  what="redline 1 read back exactly")
         client.click(*open_at)  # a second click does not skip ahead
+        assert not hb.tag_focused(client.screenshot().image, at)  # a click on the button leaves the entry unfocused
         client.click(*tag_at)
+        wait_for(lambda: hb.tag_focused(client.screenshot().image, at), 20, what="the tag entry's focus ring")
         client.type_text("x" * 400 + "é€«»\n")  # huge and odd input: refused, the window stays usable
         _status(client, at, "REFUSED: TAG MUST BE 8 HEX DIGITS")
         tag = hashlib.sha256(handbook.read_bytes()).hexdigest()[:8]

@@ -22,6 +22,7 @@ import numpy as np
 
 from weavegym.core.errors import TaskError
 from weavegym.envs.tasks import pixel_font
+from weavegym.envs.tasks.dialogs import FOCUS_RING, FOCUS_RING_COLOUR, focus_ring_shown, ring_colour_hex
 
 # ---- the register -----------------------------------------------------------------------------------------------
 
@@ -63,7 +64,7 @@ SHOW_BUTTON = (16, 300, 150, 32)
 REF_LABEL, REF_ENTRY, FILE_BUTTON = (180, 278), (180, 300, 220, 32), (412, 300, 128, 32)
 STATUS_AT, STATUS_CHARS = (24, 350), 42
 HELP_AT = (24, 390)
-RING, RING_COLOUR = 3, (0, 80, 200)  # the reference entry's focus ring
+RING, RING_COLOUR = FOCUS_RING, FOCUS_RING_COLOUR  # the reference entry's focus ring
 
 
 def layout() -> dict[str, Any]:
@@ -72,7 +73,7 @@ def layout() -> dict[str, Any]:
             "size": list(DESK_SIZE), "paper": list(PAPER), "text_at": list(TEXT_AT), "line_h": LINE_H,
             "show_button": list(SHOW_BUTTON), "ref_label": list(REF_LABEL), "ref_entry": list(REF_ENTRY),
             "file_button": list(FILE_BUTTON), "status_at": list(STATUS_AT), "help_at": list(HELP_AT), "ring": RING,
-            "ring_colour": "#" + "".join(f"{c:02x}" for c in RING_COLOUR)}
+            "ring_colour": ring_colour_hex(RING_COLOUR)}
 
 
 def centre(origin: Sequence[int], box: Sequence[int]) -> list[int]:
@@ -90,18 +91,9 @@ def read_transcript(image: Any, at: Sequence[int]) -> list[str]:
 
 
 def entry_focused(image: Any, at: Sequence[int]) -> bool:
-    """True when the reference entry shows its focus ring: the desk has the keyboard (a click on a window moves the
-    focus only once the window manager gets to it, and keys sent before go to the window that had it)."""
+    """True when the reference entry shows its focus ring: the desk has the keyboard."""
     x, y, w, h = REF_ENTRY
-    points = [(at[0] + x + w // 2, at[1] + y + 1), (at[0] + x + w // 2, at[1] + y + h - 2),
-              (at[0] + x + 1, at[1] + y + h // 2), (at[0] + x + w - 2, at[1] + y + h // 2)]
-    height, width = len(image), len(image[0]) if len(image) else 0
-    lit = 0
-    for px, py in points:
-        if 0 <= px < width and 0 <= py < height:
-            pixel = [int(v) for v in image[py][px][:3]]
-            lit += sum(abs(a - b) for a, b in zip(pixel, RING_COLOUR, strict=True)) < 90
-    return lit >= 3
+    return focus_ring_shown(image, (at[0] + x, at[1] + y, w, h), RING_COLOUR)
 
 
 def read_status(image: Any, at: Sequence[int]) -> str:

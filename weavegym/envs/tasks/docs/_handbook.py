@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from weavegym.envs.tasks import pixel_font
+from weavegym.envs.tasks.dialogs import FOCUS_RING, focus_ring_shown, ring_colour_hex
 
 TODAY = "2026-12-01"  # the date the register's rows are "in force" on (stated in the instruction)
 NOTICE, MEAL, INSURER, DPO, DELETE = "notice", "meal", "insurer", "dpo", "delete"
@@ -44,7 +45,15 @@ def layout() -> dict[str, Any]:
     return {"title": TITLE, "heading": HEADING, "heading_at": list(HEADING_AT), "scale": SCALE,
             "at": list(REVIEW_AT), "size": list(REVIEW_SIZE), "line_h": LINE_H, "redline_text": list(REDLINE_TEXT),
             "open": list(OPEN_BOX), "tag": list(TAG_BOX), "submit": list(SUBMIT_BOX),
-            "status_text": list(STATUS_TEXT), "approved_text": list(APPROVED_TEXT)}
+            "status_text": list(STATUS_TEXT), "approved_text": list(APPROVED_TEXT), "ring": FOCUS_RING,
+            "ring_colour": ring_colour_hex()}
+
+
+def tag_focused(image: Any, at: Sequence[int]) -> bool:
+    """Whether the tag entry shows its focus ring: the Legal Review has the keyboard, so a typed tag lands there
+    and not in Mousepad (which takes ctrl+slash as select-all: a tag typed into it replaced the whole handbook)."""
+    x, y, w, h = TAG_BOX
+    return focus_ring_shown(image, (at[0] + x, at[1] + y, w, h))
 
 
 def centre(at: Sequence[int], box: Sequence[int]) -> list[int]:

@@ -344,6 +344,12 @@ def _approve(ctx: OracleContext, number: int, tag: str) -> Generator[ActionLike,
     x, y = ctx.truth["targets"]["tag"]
     for _try in range(TAG_TRIES):
         yield {"kind": "click", "x": x, "y": y}
+        for _ in range(TAG_WAITS):  # keys sent before the Review has the keyboard go to Mousepad
+            if hb.tag_focused(_screen(ctx), ctx.truth["review_at"]):
+                break
+            yield {"kind": "wait", "seconds": 1}
+        else:
+            continue
         yield {"kind": "key", "keys": "ctrl+slash"}  # Tk's select all: a refused tag is still there
         yield {"kind": "type", "text": f"{tag}\n"}
         for _ in range(TAG_WAITS):
