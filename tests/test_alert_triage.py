@@ -254,6 +254,10 @@ def test_the_board_shows_alerts_as_pixels_refuses_wrong_closes_and_gives_a_case_
         truth["at"] = list(wait_for(lambda: at.origin(client.screenshot().image), 20,
                                     what="the board drawn"))
         assert at.read_alert(client.screenshot().image, truth["at"], 1) is None  # nothing before a click
+        assert at.board_on_top(client.screenshot().image, truth["at"])
+        assert not at.entry_focused(client.screenshot().image, truth["at"])
+        press(at.ENTRY)  # the oracle types only once the entry's focus ring shows
+        wait_for(lambda: at.entry_focused(client.screenshot().image, truth["at"]), 20, what="the entry's focus ring")
         enter(f"{alerts[0]['attacker']} {alerts[0]['packets']}")
         wait_for(lambda: status() == "SHOW THE NEXT ALERT FIRST", 20, what="the refusal before an alert")
         press(at.SHOW)

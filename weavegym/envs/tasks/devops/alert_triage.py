@@ -26,7 +26,7 @@ import json
 import re
 import shlex
 from calendar import timegm
-from collections.abc import Generator, Iterator, Mapping
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -37,6 +37,7 @@ from weavegym.envs.setup_context import DESKTOP_USER, HOME, PRIVATE_DIR, SHARED_
 from weavegym.envs.task import ActionLike, Channels, OracleContext, Prepared, Task
 from weavegym.envs.tasks import pixel_font
 from weavegym.envs.tasks.devops import _alert_capture as cap
+from weavegym.envs.tasks.dialogs import FOCUS_RING, focus_ring_shown, ring_colour_hex
 from weavegym.envs.tasks.games.sgt_common import SETTLED_PIXELS, changed_box, changed_pixels
 from weavegym.envs.tasks.item_records import numbered_records, per_item_verdict
 from weavegym.evaluators import Clause, GuiArtifactViaCli, Probe, Verdict
@@ -73,7 +74,21 @@ def layout() -> dict[str, Any]:
     return {"title": TITLE, "heading": HEADING, "heading_at": list(HEADING_AT), "prompt": PROMPT,
             "prompt_at": list(PROMPT_AT), "scale": SCALE, "pad": PAD, "line_step": LINE_STEP,
             "size": list(BOARD_SIZE), "at": list(BOARD_AT), "show": list(SHOW), "alert": list(ALERT),
-            "entry": list(ENTRY), "close": list(CLOSE), "status": list(STATUS), "results": list(RESULTS)}
+            "entry": list(ENTRY), "close": list(CLOSE), "status": list(STATUS), "results": list(RESULTS),
+            "ring": FOCUS_RING, "ring_colour": ring_colour_hex()}
+
+
+def entry_focused(image: np.ndarray, at: Sequence[int]) -> bool:
+    """Whether the board's entry shows its focus ring: the board has the keyboard."""
+    x, y, w, h = ENTRY
+    return focus_ring_shown(image, (at[0] + x, at[1] + y, w, h))
+
+
+def board_on_top(image: np.ndarray, at: Sequence[int]) -> bool:
+    """Whether the board's heading reads at its place: Wireshark, grown past its place, no longer covers the
+    board's left part (where its buttons and entry are)."""
+    x, y = at[0] + HEADING_AT[0], at[1] + HEADING_AT[1]
+    return pixel_font.read_text(image, x, y, SCALE, len(HEADING)) == HEADING
 
 
 def alert_lines(alert: Mapping[str, Any]) -> list[str]:
@@ -289,9 +304,44 @@ def check_command(number: int) -> str:
             f"echo \"EXPORTED $(tshark -r {path} 2>/dev/null | wc -l)\"; sha256sum {path}")
 
 
-def _show(ctx: OracleContext, number: int) -> Generator[ActionLike, Any, dict[str, str] | None]:
+def _raise(ctx: OracleContext) -> Generator[ActionLike, Any, bool]:
+    """Click the board's free right edge until its heading shows whole (bounded); whether it did. Clicks on its
+    left part while Wireshark still covers it would land in Wireshark."""
     for _try in range(TRIES):
         yield _at(ctx, RAISE)
+        for _ in range(WAITS):
+            if board_on_top(_frame(ctx), ctx.truth["at"]):
+                return True
+            yield {"kind": "wait", "seconds": 1}
+    return False
+
+
+def _focus_entry(ctx: OracleContext) -> Generator[ActionLike, Any, bool]:
+    """Click the board's entry until its focus ring shows (bounded); whether it did. Keys sent before the board has
+    the keyboard go to Wireshark."""
+    for _try in range(TRIES):
+        yield _at(ctx, ENTRY)
+        for _ in range(WAITS):
+            if entry_focused(_frame(ctx), ctx.truth["at"]):
+                return True
+            yield {"kind": "wait", "seconds": 1}
+    return False
+
+
+def _focus_wireshark(ctx: OracleContext, shark: Sequence[int]) -> Generator[ActionLike, Any, None]:
+    """Click Wireshark's packet list and wait (bounded) until the board's focus ring has gone: keys sent before
+    would go to the board's entry."""
+    for _try in range(TRIES):
+        yield {"kind": "click", "x": shark[0] + shark[2] // 2, "y": shark[1] + shark[3] // 3}
+        for _ in range(WAITS):
+            if not entry_focused(_frame(ctx), ctx.truth["at"]):
+                return
+            yield {"kind": "wait", "seconds": 1}
+
+
+def _show(ctx: OracleContext, number: int) -> Generator[ActionLike, Any, dict[str, str] | None]:
+    for _try in range(TRIES):
+        yield from _raise(ctx)
         yield _at(ctx, SHOW)
         for _ in range(WAITS):
             alert = read_alert(_frame(ctx), ctx.truth["at"], number)
@@ -392,7 +442,7 @@ def _export(ctx: OracleContext, number: int, attacker: str, replace: bool, retry
     if retry:  # close whatever a lost key left open (the dialog, a menu) first
         for _ in range(2):
             yield {"kind": "key", "keys": "Escape"}
-    yield {"kind": "click", "x": shark[0] + shark[2] // 2, "y": shark[1] + shark[3] // 3}  # the packet list
+    yield from _focus_wireshark(ctx, shark)
     yield {"kind": "key", "keys": "ctrl+slash"}
     yield {"kind": "key", "keys": "ctrl+a"}
     yield {"kind": "type", "text": f"ip.addr == {attacker}"}
@@ -445,8 +495,8 @@ def _close(ctx: OracleContext, number: int, attacker: str, packets: int) -> Gene
     """Type the attacker and count at the board until it shows the case code ('' if never)."""
     want = re.compile(rf"ALERT {number} CLOSED: CASE ([A-Z2-9]{{6}})")
     for _try in range(TRIES):
-        yield _at(ctx, RAISE)
-        yield _at(ctx, ENTRY)
+        if not (yield from _raise(ctx)) or not (yield from _focus_entry(ctx)):
+            continue
         yield {"kind": "key", "keys": "Escape"}
         yield {"kind": "type", "text": f"{attacker} {packets}"}
         yield {"kind": "key", "keys": "Return"}
