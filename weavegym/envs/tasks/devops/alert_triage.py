@@ -26,7 +26,7 @@ import json
 import re
 import shlex
 from calendar import timegm
-from collections.abc import Generator, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -304,39 +304,34 @@ def check_command(number: int) -> str:
             f"echo \"EXPORTED $(tshark -r {path} 2>/dev/null | wc -l)\"; sha256sum {path}")
 
 
-def _raise(ctx: OracleContext) -> Generator[ActionLike, Any, bool]:
-    """Click the board's free right edge until its heading shows whole (bounded); whether it did. Clicks on its
-    left part while Wireshark still covers it would land in Wireshark."""
+def _click_until(ctx: OracleContext, click: ActionLike, shown: Callable[[], bool]) -> Generator[ActionLike, Any, bool]:
+    """Click, then wait (bounded) for ``shown`` to hold, clicking again each round; whether it held."""
     for _try in range(TRIES):
-        yield _at(ctx, RAISE)
+        yield click
         for _ in range(WAITS):
-            if board_on_top(_frame(ctx), ctx.truth["at"]):
+            if shown():
                 return True
             yield {"kind": "wait", "seconds": 1}
     return False
+
+
+def _raise(ctx: OracleContext) -> Generator[ActionLike, Any, bool]:
+    """Click the board's free right edge until its heading shows whole (bounded); whether it did. Clicks on its
+    left part while Wireshark still covers it would land in Wireshark."""
+    return (yield from _click_until(ctx, _at(ctx, RAISE), lambda: board_on_top(_frame(ctx), ctx.truth["at"])))
 
 
 def _focus_entry(ctx: OracleContext) -> Generator[ActionLike, Any, bool]:
     """Click the board's entry until its focus ring shows (bounded); whether it did. Keys sent before the board has
     the keyboard go to Wireshark."""
-    for _try in range(TRIES):
-        yield _at(ctx, ENTRY)
-        for _ in range(WAITS):
-            if entry_focused(_frame(ctx), ctx.truth["at"]):
-                return True
-            yield {"kind": "wait", "seconds": 1}
-    return False
+    return (yield from _click_until(ctx, _at(ctx, ENTRY), lambda: entry_focused(_frame(ctx), ctx.truth["at"])))
 
 
 def _focus_wireshark(ctx: OracleContext, shark: Sequence[int]) -> Generator[ActionLike, Any, None]:
     """Click Wireshark's packet list and wait (bounded) until the board's focus ring has gone: keys sent before
     would go to the board's entry."""
-    for _try in range(TRIES):
-        yield {"kind": "click", "x": shark[0] + shark[2] // 2, "y": shark[1] + shark[3] // 3}
-        for _ in range(WAITS):
-            if not entry_focused(_frame(ctx), ctx.truth["at"]):
-                return
-            yield {"kind": "wait", "seconds": 1}
+    click = {"kind": "click", "x": shark[0] + shark[2] // 2, "y": shark[1] + shark[3] // 3}
+    yield from _click_until(ctx, click, lambda: not entry_focused(_frame(ctx), ctx.truth["at"]))
 
 
 def _show(ctx: OracleContext, number: int) -> Generator[ActionLike, Any, dict[str, str] | None]:
