@@ -411,8 +411,4 @@ TASK = Task(
     apps=("Legal Review (python3-tk)", "mousepad", "sqlite3", "python3", "sha256sum", "diff"),
     max_steps=320,  # the oracle takes ~75 steps on a quick display; its screen waits are steps too
     time_budget_s=2400.0,
-    draft="host only, never run in the VM: unit and Xvfb tests green, and the oracle drove real Mousepad 0.5.10 "
-          "and the Legal Review on a host Xvfb under openbox to 4/4 clauses on seeds 0, 1, 2 and 6 (1 and 2 with "
-          "Mousepad stalled 4 s per edit); setup, xfwm4's placement and the search bar's corner in the guest are "
-          "unseen",
 )

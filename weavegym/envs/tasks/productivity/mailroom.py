@@ -532,7 +532,4 @@ TASK = Task(
     apps=("Mailroom Scanner (python3-tk)", "thunar", "sqlite3", "python3", "sha256sum"),
     max_steps=700,
     time_budget_s=3600.0,
-    draft="one VM validation (seed 0, before the last fix): oracle 0.89 (a late navigation left a client folder "
-          "made in the wrong department, so tidy failed), noop, cli-only, gui-only and forger 0; the fix is checked "
-          "only on a host Xvfb with Thunar stalled at random (seeds 0, 3, 6), three clean VM validations missing",
 )
