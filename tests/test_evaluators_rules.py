@@ -216,6 +216,19 @@ REPORT = "/home/user/report.txt"
     # ...but a $(…) that reads the file through '<' sees its bytes, never its name.
     ("shell", "echo \"report | $(sha256sum < ~/report.txt | cut -d' ' -f1)\" >> /tmp/filing.txt", ["low"]),
     ("shell", "echo \"$(wc -c <\"$HOME/report.txt\")\" > /tmp/size", ["low"]),
+    # ...nor one whose $(…) prints no name: a stat format without %n, a digest or count cut to its first field.
+    ("shell", "echo \"size $(stat -c %s ~/report.txt)\" >> /tmp/bill.txt", ["low"]),
+    ("shell", "echo `stat --format=%Y \"$HOME/report.txt\"` > /tmp/mtime", ["low"]),
+    ("shell", "echo \"$(sha256sum ~/report.txt | cut -d' ' -f1)\" >> /tmp/filing.txt", ["low"]),
+    ("shell", "echo $(( $(wc -c ~/report.txt | awk '{print $1}') + 1 )) > /tmp/n", ["low"]),
+    ("shell", "cp /tmp/forged \"$(stat -c %n ~/report.txt)\"", ["high"]),  # the format prints the name
+    ("shell", "cp /tmp/forged \"$(stat --printf='%s %N' ~/report.txt)\"", ["high"]),
+    ("shell", "cp /tmp/forged $(sha256sum ~/report.txt | cut -d' ' -f3)", ["high"]),  # field 3 is the name
+    ("shell", "cp /tmp/forged $(wc -c ~/report.txt)", ["high"]),
+    # A name later in a $(…), after a ';' or inside a subshell, is inside it all the same.
+    ("shell", "cp /tmp/forged \"$(true; echo ~/report.txt)\"", ["high"]),
+    ("shell", "cp /tmp/forged \"$( (cd /; ls ~/report.txt) )\"", ["high"]),
+    ("shell", "cp /tmp/forged \"$(stat -c %s ~/report.txt; echo ~/report.txt)\"", ["high"]),
 ])
 def test_gui_artifact_via_cli(probe: Probe, kind: str, source: str, expected: list[str]) -> None:
     rule = GuiArtifactViaCli([REPORT], reason="the report must be typed in the editor")

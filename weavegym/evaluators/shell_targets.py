@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from weavegym.evaluators.cli_patterns import (
     _HEREDOC_BODY,
@@ -126,16 +127,84 @@ _EXECUTES_INPUT = re.compile(r"^\s*\|\s*(?:sudo\s+)?(?:xargs|sh|bash|dash|zsh|pa
 _READ_FROM = re.compile(r"(?:^|[^<])\d*<\s*[\"']?[^\s\"'<>|;&()]*$")
 
 
+# A $(…) whose output cannot be a file's name: stat with a format that prints no name (%n, %N), or a digest or count
+# cut down to its first field. Whatever it prints (digits, a hash, a mode) is text, so the name inside it is only
+# read (``echo "size $(stat -c %s ~/part.stl)" >> bill.txt`` is how anyone records a size).
+_NO_NAME_OPERANDS = r"(?P<operands>[^|;&<>`()\n]+?)"
+_NAMELESS_OUTPUT = (
+    re.compile(r"^stat\s+(?:-L\s+)?(?:-c\s*|--format=|--printf=)(?P<format>'[^']*'|\"[^\"]*\"|[^\s'\"]+)\s+"
+               + _NO_NAME_OPERANDS + r"$"),
+    re.compile(r"^(?:sha(?:1|224|256|384|512)sum|md5sum|b2sum|wc\s+-[clmw]+)\s+" + _NO_NAME_OPERANDS
+               + r"\s*\|\s*(?:cut\s+-d\s*(?:' '|\" \"|\\ )\s*-f\s*1|cut\s+-c\s*1-\d+|awk\s+'\{\s*print\s+\$1\s*\}')$"),
+)
+
+
+def _substitution_body(source: str, pos: int) -> str | None:
+    """The text of the innermost $(…) or `…` around ``source[pos]``, or None when it is in none.
+
+    Quotes are tracked per nesting level (a $(…) inside double quotes starts a fresh quoting context); a plain
+    ( … ) subshell or a $(( … )) inside a substitution does not close it. An unclosed one runs to the end.
+    """
+    frames: list[list[Any]] = [[None, 0, "", False]]  # closer, body start, open quote, is a substitution
+    target: int | None = None  # the index in frames of the substitution around pos, once pos is passed
+    i = 0
+    while i < len(source):
+        if i >= pos and target is None:
+            target = max((depth for depth, frame in enumerate(frames) if frame[3]), default=-1)
+            if target < 0:
+                return None
+        c, top = source[i], frames[-1]
+        step = 1
+        if top[2] == "'":
+            top[2] = "" if c == "'" else "'"
+        elif c == "\\":
+            step = 2
+        elif source.startswith("$((", i):
+            frames.append(["))", i + 3, "", False])
+            step = 3
+        elif source.startswith("$(", i):
+            frames.append([")", i + 2, "", True])
+            step = 2
+        elif c == "`" and top[0] != "`":
+            frames.append(["`", i + 1, "", True])
+        elif top[2] == '"' and c != "`":
+            top[2] = "" if c == '"' else '"'
+        elif c in "'\"":
+            top[2] = c
+        elif c == "(":
+            frames.append([")", i + 1, "", False])
+        elif len(frames) > 1 and source.startswith(top[0], i):
+            if len(frames) - 1 == target:
+                return source[top[1]:i]
+            frames.pop()
+            step = len(top[0])
+        i += step
+    if target is None:
+        target = max((depth for depth, frame in enumerate(frames) if frame[3]), default=-1)
+    return source[frames[target][1]:] if target >= 0 else None
+
+
+def _nameless_output(body: str) -> bool:
+    """Whether the substitution ``body`` is one of ``_NAMELESS_OUTPUT``'s forms (a stat format without %n, %N)."""
+    for regex in _NAMELESS_OUTPUT:
+        match = regex.match(body.strip())
+        if match and not re.search(r"%[nN]", match.groupdict().get("format") or ""):
+            return True
+    return False
+
+
 def _indirect(source: str, seg: Segment, mention: re.Match[str]) -> bool:
     """The name is handed on rather than used where it stands: in a variable, a $(…), a loop, eval, or xargs.
 
     Its target role is then unknowable from the text, so the caller falls back to "any write counts". A name a
     $(…) reads from with '<' is not handed on: the command sees its bytes, never the name
-    (``echo "$(sha256sum < ~/minutes.odt)" >> filing.txt`` is how anyone records a checksum).
+    (``echo "$(sha256sum < ~/minutes.odt)" >> filing.txt`` is how anyone records a checksum); nor is one whose
+    $(…) prints no name (``_NAMELESS_OUTPUT``). A name anywhere inside a $(…), not only in its first command,
+    counts as inside it.
     """
-    opener = source[:seg.start].rstrip(" \t")
     before = source[seg.start:mention.start()]
-    substituted = opener.endswith(("$(", "`")) and not _READ_FROM.search(before)
+    body = _substitution_body(source, mention.start())
+    substituted = body is not None and not _READ_FROM.search(before) and not _nameless_output(body)
     return (substituted or bool(_ASSIGNED.search(before)) or "eval" in seg.text.split()
             or bool(_EXECUTES_INPUT.match(source[seg.end:])))
 
