@@ -227,23 +227,53 @@ def check_table(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
 
 # ---- the oracle --------------------------------------------------------------------------------------------
 
-def board_grid(screen: np.ndarray, desc: str) -> tuple[list[float], list[float]] | None:
-    """Screen x of each board column and y of each row, fitted on the blue pegs left of the scoreboard; None
-    until the board of ``desc`` shows (as many peg columns and rows as it has)."""
+# The Pegs window on the base image (openbox, sgt-pegs' default size): cells TILE px apart, the first cell's centre
+# FIRST_CELL px right of and below the window frame's top-left (measured in the VM). Pegs are pure blue, holes a grey
+# dot; obstacles are left as the window's background.
+TILE, FIRST_CELL = 33, (33, 77)
+HOLE_GREY, BACKGROUND_GREY = 173, 213
+
+
+def read_board(screen: np.ndarray) -> tuple[str, list[float], list[float]] | None:
+    """The board the Pegs window shows, read off the screen: its desc (P peg, H hole, O obstacle, row by row) and
+    the screen x of each column and y of each row; None until a whole board shows near PEGS_AT.
+
+    The pegs give the grid's exact phase (fitted on their rows and columns); the window's place only tells which
+    column and row the first peg is in (a whole edge row or column may be obstacles), so it may be off by up to
+    half a cell.
+    """
     x0, y0, w, h = PEGS_REGION
     crop = screen[y0:y0 + h, x0:x0 + w].astype(int)
     blue = (crop[..., 2] > 200) & (crop[..., 0] < 80) & (crop[..., 1] < 80)
     axes = []
-    for axis, offset, index in ((0, x0, lambda i: i % SIZE), (1, y0, lambda i: i // SIZE)):
+    for axis, offset, anchor in ((0, x0, PEGS_AT[0] + FIRST_CELL[0]), (1, y0, PEGS_AT[1] + FIRST_CELL[1])):
         hits = np.flatnonzero(blue.any(axis=axis))
-        runs = np.split(hits, np.flatnonzero(np.diff(hits) > 1) + 1) if len(hits) else []
-        lines = sorted({index(i) for i, ch in enumerate(desc) if ch == "P"})
-        runs = [r for r in runs if len(r) > 4]
-        if len(runs) != len(lines):
+        runs = [r for r in np.split(hits, np.flatnonzero(np.diff(hits) > 1) + 1) if len(r) > 4] if len(hits) else []
+        if not runs:
             return None
-        step, start = np.polyfit(lines, [offset + float(r.mean()) for r in runs], 1)
-        axes.append([start + step * k for k in range(SIZE)])
-    return axes[0], axes[1]
+        centres = [offset + float(r.mean()) for r in runs]
+        cells = [round((c - centres[0]) / TILE) for c in centres]
+        if any(abs(c - centres[0] - k * TILE) > 4 for c, k in zip(centres, cells, strict=True)):
+            return None  # not one board's grid (a dialog, a half-drawn window)
+        step, start = np.polyfit(cells, centres, 1) if len(set(cells)) > 1 else (float(TILE), centres[0])
+        first = round((start - anchor) / step)
+        if first < 0 or first + cells[-1] >= SIZE:
+            return None
+        axes.append([float(start + step * (k - first)) for k in range(SIZE)])
+    xs, ys = axes
+    desc = ""
+    for y in ys:
+        for x in xs:
+            r, g, b = (int(v) for v in screen[round(y), round(x)][:3])
+            if b > 200 and r < 80 and g < 80:
+                desc += "P"
+            elif max(r, g, b) - min(r, g, b) <= 6 and abs(r - HOLE_GREY) <= 8:
+                desc += "H"
+            elif max(r, g, b) - min(r, g, b) <= 6 and abs(r - BACKGROUND_GREY) <= 6:
+                desc += "O"
+            else:
+                return None
+    return desc, xs, ys
 
 
 def read_result(screen: np.ndarray, at: list[int], number: int) -> str:
@@ -263,18 +293,17 @@ SAVE_TRIES, DIALOG_WAITS = 3, 30
 TITLE_ABOVE = 68  # px from the board's top row of holes up to the Pegs window's title bar (openbox's frame)
 
 
-def _start_round(ctx: OracleContext, desc: str
-                 ) -> Generator[ActionLike, Any, tuple[list[float], list[float]] | None]:
-    """Press Start until the round's board shows in the Pegs window; its grid (None when it never showed, as
-    for the cli-only ablation, whose clicks cannot reach the desktop)."""
+def _start_round(ctx: OracleContext) -> Generator[ActionLike, Any, tuple[str, list[float], list[float]] | None]:
+    """Press Start until the round's board shows in the Pegs window; the board read off the screen, with its grid
+    (None when it never showed, as for the cli-only ablation, whose clicks cannot reach the desktop)."""
     for _try in range(TRIES):
         yield _button(ctx.truth["at"], START)
         before = None
         for _ in range(WAITS):
-            grid = board_grid((ctx.obs or {})["screen"], desc)
-            if grid is not None and grid == before and placed(grid):
-                return grid
-            before = grid
+            board = read_board((ctx.obs or {})["screen"])
+            if board is not None and board == before and placed(board[1:]):
+                return board
+            before = board
             yield {"kind": "wait", "seconds": 2}
     return None
 
@@ -302,12 +331,11 @@ def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
     """Per round: start it at the scoreboard (GUI), solve the board read off the Pegs window (CLI), play and save
     it (GUI), wait for the save (CLI), record it and read the code back (GUI); then the table from the shell."""
     table = []
-    for number, desc in enumerate(ctx.truth["descs"], 1):
-        grid = yield from _start_round(ctx, desc)
-        if grid is None:
+    for number in range(1, ROUNDS + 1):
+        board = yield from _start_round(ctx)
+        if board is None:
             break
-        xs, ys = grid
-        # An agent reads the board off the window in its screenshot; the oracle knows it.
+        desc, xs, ys = board  # read off the Pegs window, as an agent would: the truth's boards are withheld
         yield {"kind": "shell", "timeout": 300, "command": solver_command(
             plan_jumps, board_text(desc), answer_file=plan_path(number), label="PLAN")}
         found = re.search(r"^PLAN (.+)$", (ctx.obs or {}).get("terminal", ""), re.M)
@@ -375,7 +403,8 @@ TASK = Task(
     ),
     rules=(GuiArtifactViaCli([save_path(n) for n in range(1, ROUNDS + 1)],
                              "the saves must come from the Pegs window's Save dialog"),),
-        oracle=oracle,
+    withheld=("descs",),
+    oracle=oracle,
     profile="base",
     apps=("League Scoreboard (python3-tk)", "sgt-pegs", "python3"),
     max_steps=260,
