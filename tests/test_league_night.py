@@ -101,7 +101,7 @@ def test_a_board_whose_first_column_is_all_obstacles_keeps_its_columns() -> None
     screen = _screen("pegs_round1_start")
     yy, xx = np.mgrid[:720, :1280]
     for y in (117, 150, 183, 216, 249):  # paint column 0's pegs over with the window's background
-        screen[(xx - 73) ** 2 + (yy - y) ** 2 <= 15 ** 2] = ln.BACKGROUND_GREY
+        screen[(xx - 73) ** 2 + (yy - y) ** 2 <= 15 ** 2] = 213  # the drawing area's background
     desc, xs, _ys = ln.read_board(screen)  # type: ignore[misc]
     assert board_text(desc) == "OPPPO/OPPPP/OHPPO/OPPPO/OOPOO" and round(xs[0]) == 73
 

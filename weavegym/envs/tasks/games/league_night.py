@@ -31,6 +31,7 @@ from weavegym.envs.setup_context import DESKTOP_USER, HOME, PRIVATE_DIR, SHARED_
 from weavegym.envs.task import ActionLike, Channels, OracleContext, Prepared, Task
 from weavegym.envs.tasks import pixel_font
 from weavegym.envs.tasks.games.peg_solitaire import PEGS, SIZE, board_text, plan_jumps, replay
+from weavegym.envs.tasks.games.peg_solitaire import read_board as read_pegs_board
 from weavegym.envs.tasks.games.sgt_common import save_via_dialog, saved_game, solver_command
 from weavegym.envs.tasks.item_records import numbered_records, per_item_verdict
 from weavegym.evaluators import Clause, GuiArtifactViaCli, Probe, Verdict
@@ -50,6 +51,7 @@ START, RECORD_BOX = (16, 48, 200, 36), (232, 48, 200, 36)
 STATUS, STATUS_TEXT = (16, 100, 418, 40), (24, 113)
 RESULTS_AT, RESULT_STEP, RESULT_CHARS = (24, 160), 30, 20
 PEGS_AT = (40, 40)  # where the scoreboard moves each round's Pegs window
+PEGS_FIRST_CELL = (33, 77)  # from that corner (the frame's) to the first cell's centre, measured in the VM
 PEGS_REGION = (0, 0, 800, 720)  # the screen left of the scoreboard, where the oracle looks for the board
 MOVE = re.compile(r"^(\d+),(\d+)-(\d+),(\d+)$")
 TABLE_LINE = re.compile(r"^\s*(\d+)\s*\|\s*(\d+)\s*\|\s*([A-Z0-9]{6})\s*$", re.I)
@@ -227,53 +229,14 @@ def check_table(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
 
 # ---- the oracle --------------------------------------------------------------------------------------------
 
-# The Pegs window on the base image (openbox, sgt-pegs' default size): cells TILE px apart, the first cell's centre
-# FIRST_CELL px right of and below the window frame's top-left (measured in the VM). Pegs are pure blue, holes a grey
-# dot; obstacles are left as the window's background.
-TILE, FIRST_CELL = 33, (33, 77)
-HOLE_GREY, BACKGROUND_GREY = 173, 213
-
-
 def read_board(screen: np.ndarray) -> tuple[str, list[float], list[float]] | None:
-    """The board the Pegs window shows, read off the screen: its desc (P peg, H hole, O obstacle, row by row) and
-    the screen x of each column and y of each row; None until a whole board shows near PEGS_AT.
-
-    The pegs give the grid's exact phase (fitted on their rows and columns); the window's place only tells which
-    column and row the first peg is in (a whole edge row or column may be obstacles), so it may be off by up to
-    half a cell.
-    """
-    x0, y0, w, h = PEGS_REGION
-    crop = screen[y0:y0 + h, x0:x0 + w].astype(int)
-    blue = (crop[..., 2] > 200) & (crop[..., 0] < 80) & (crop[..., 1] < 80)
-    axes = []
-    for axis, offset, anchor in ((0, x0, PEGS_AT[0] + FIRST_CELL[0]), (1, y0, PEGS_AT[1] + FIRST_CELL[1])):
-        hits = np.flatnonzero(blue.any(axis=axis))
-        runs = [r for r in np.split(hits, np.flatnonzero(np.diff(hits) > 1) + 1) if len(r) > 4] if len(hits) else []
-        if not runs:
-            return None
-        centres = [offset + float(r.mean()) for r in runs]
-        cells = [round((c - centres[0]) / TILE) for c in centres]
-        if any(abs(c - centres[0] - k * TILE) > 4 for c, k in zip(centres, cells, strict=True)):
-            return None  # not one board's grid (a dialog, a half-drawn window)
-        step, start = np.polyfit(cells, centres, 1) if len(set(cells)) > 1 else (float(TILE), centres[0])
-        first = round((start - anchor) / step)
-        if first < 0 or first + cells[-1] >= SIZE:
-            return None
-        axes.append([float(start + step * (k - first)) for k in range(SIZE)])
-    xs, ys = axes
-    desc = ""
-    for y in ys:
-        for x in xs:
-            r, g, b = (int(v) for v in screen[round(y), round(x)][:3])
-            if b > 200 and r < 80 and g < 80:
-                desc += "P"
-            elif max(r, g, b) - min(r, g, b) <= 6 and abs(r - HOLE_GREY) <= 8:
-                desc += "H"
-            elif max(r, g, b) - min(r, g, b) <= 6 and abs(r - BACKGROUND_GREY) <= 6:
-                desc += "O"
-            else:
-                return None
-    return desc, xs, ys
+    """The round's board read off the Pegs window (peg_solitaire.read_board), only once the window sits where the
+    scoreboard moves it: openbox first maps it elsewhere, and drags sent there land on the desktop once it moves."""
+    board = read_pegs_board(screen, PEGS_REGION)
+    if board is None or abs(board[1][0] - PEGS_AT[0] - PEGS_FIRST_CELL[0]) > 16 \
+            or abs(board[2][0] - PEGS_AT[1] - PEGS_FIRST_CELL[1]) > 16:
+        return None
+    return board
 
 
 def read_result(screen: np.ndarray, at: list[int], number: int) -> str:

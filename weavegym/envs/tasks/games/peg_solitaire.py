@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from weavegym.core.errors import TaskError
 from weavegym.envs.setup_context import HOME, SetupContext
 from weavegym.envs.task import ActionLike, Channels, OracleContext, Prepared, Task
 from weavegym.envs.tasks.games.sgt_common import (
@@ -34,6 +35,8 @@ SAVE = f"{HOME}/pegs.sav"
 PLAN = f"{HOME}/pegs_solution.txt"
 SIZE = 5
 MIN_PEGS = 14
+BOARD_WAITS = 10
+WINDOW_MARGIN = 40  # px around the window's reported geometry (the frame's offset) that the oracle searches
 MOVE = re.compile(r"^(\d+),(\d+)-(\d+),(\d+)$")
 
 
@@ -148,27 +151,116 @@ def check_played_plan(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
                          f"({len(saved[1])} vs {len(plan)} jumps)")
 
 
-def _grid(screen: np.ndarray, desc: str, window: list[int]) -> tuple[list[float], list[float]]:
-    """Screen x of each board column and y of each row, fitted on the blue pegs inside the window."""
-    x0, y0, w, h = window
-    crop = screen[y0:y0 + h, x0:x0 + w].astype(int)
+# sgt-pegs draws cells TILE px apart (its default size), the first cell's centre FIRST_CELL px right of and below the
+# top-left of its drawing area. Pegs are pure blue, holes a grey dot (the board's bevelled edge shares their grey);
+# obstacles are left as the drawing area's background. Measured in the VM (base image, openbox).
+TILE, FIRST_CELL = 33, 32
+HOLE_GREY, BACKGROUND_GREYS, BEVEL_WHITE = 173, (212, 213, 214), 255
+
+
+def _is_peg(pixel: Any) -> bool:
+    r, g, b = (int(v) for v in pixel[:3])
+    return b > 200 and r < 80 and g < 80
+
+
+def _in_drawing_area(pixel: Any) -> bool:
+    """A pixel of the drawing area: its background, the bevel, a hole, a peg or a peg's anti-aliased rim (but
+    not the menu bar's separator, the window frame or the desktop)."""
+    r, g, b = (int(v) for v in pixel[:3])
+    if abs(r - g) > 6:
+        return False
+    if b - r >= 20 and b >= 200:
+        return True  # a peg or its rim
+    return abs(b - r) <= 6 and (r in BACKGROUND_GREYS or r >= BEVEL_WHITE - 2 or abs(r - HOLE_GREY) <= 4)
+
+
+def _edge(screen: np.ndarray, x: int, y: int, dx: int, dy: int) -> int:
+    """The last coordinate (x for a horizontal walk, y for a vertical one) still in the drawing area, walking
+    from (x, y) in steps of (dx, dy)."""
+    height, width = screen.shape[:2]
+    while 0 <= x + dx < width and 0 <= y + dy < height and _in_drawing_area(screen[y + dy, x + dx]):
+        x, y = x + dx, y + dy
+    return x if dx else y
+
+
+def _first_run_centre(line: np.ndarray) -> int:
+    """The middle of the first run of True in ``line`` (the first peg a row or column of the mask crosses)."""
+    hits = np.flatnonzero(line)
+    ends = np.flatnonzero(np.diff(hits) > 1)
+    return int(hits[: ends[0] + 1 if len(ends) else len(hits)].mean())
+
+
+def read_board(screen: np.ndarray, region: tuple[int, int, int, int] | list[int]
+               ) -> tuple[str, list[float], list[float]] | None:
+    """The board a Pegs window inside ``region`` (x, y, width, height) shows, read off the screen as an agent
+    reads it: its desc (P peg, H hole, O obstacle, row by row) and the screen x of each column and y of each row;
+    None until one whole, still board shows there.
+
+    The pegs fix the grid's phase; the drawing area's top-left (found by walking from the first peg's centre
+    to the area's edges) fixes which column and row the first peg is in, since a whole edge row or column may
+    be obstacles.
+    """
+    x0, y0, w, h = (int(v) for v in region)
+    crop = screen[max(y0, 0):y0 + h, max(x0, 0):x0 + w].astype(int)
+    x0, y0 = max(x0, 0), max(y0, 0)
     blue = (crop[..., 2] > 200) & (crop[..., 0] < 80) & (crop[..., 1] < 80)
     axes = []
-    for axis, offset, index in ((0, x0, lambda i: i % SIZE), (1, y0, lambda i: i // SIZE)):
+    for axis in (0, 1):  # columns (x), then rows (y)
         hits = np.flatnonzero(blue.any(axis=axis))
-        runs = np.split(hits, np.flatnonzero(np.diff(hits) > 1) + 1)
-        centres = [offset + float(r.mean()) for r in runs]
-        lines = sorted({index(i) for i, ch in enumerate(desc) if ch == "P"})
-        step, start = np.polyfit(lines, centres, 1)
-        axes.append([start + step * k for k in range(SIZE)])
-    return axes[0], axes[1]
+        runs = [r for r in np.split(hits, np.flatnonzero(np.diff(hits) > 1) + 1) if len(r) > 4] if len(hits) else []
+        if not runs:
+            return None
+        centres = [(x0, y0)[axis] + float(r.mean()) for r in runs]
+        cells = [round((c - centres[0]) / TILE) for c in centres]
+        if any(abs(c - centres[0] - k * TILE) > 4 for c, k in zip(centres, cells, strict=True)):
+            return None  # not one board's grid (a dialog over it, a window still being drawn)
+        step, start = np.polyfit(cells, centres, 1) if len(set(cells)) > 1 else (float(TILE), centres[0])
+        axes.append((float(step), float(start), cells[-1]))
+    (xstep, xstart, xspan), (ystep, ystart, yspan) = axes
+    # A peg in the first peg column (any row) and one in the first peg row, to walk to the area's edges from.
+    column = blue[:, round(xstart) - x0] if 0 <= round(xstart) - x0 < blue.shape[1] else np.zeros(0, bool)
+    row = blue[round(ystart) - y0] if 0 <= round(ystart) - y0 < blue.shape[0] else np.zeros(0, bool)
+    if not column.any() or not row.any():
+        return None
+    left = _edge(screen, round(xstart), y0 + _first_run_centre(column), -1, 0)
+    top = _edge(screen, x0 + _first_run_centre(row), round(ystart), 0, -1)
+    first_x, first_y = round((xstart - left - FIRST_CELL) / xstep), round((ystart - top - FIRST_CELL) / ystep)
+    if min(first_x, first_y) < 0 or first_x + xspan >= SIZE or first_y + yspan >= SIZE:
+        return None
+    xs = [xstart + xstep * (k - first_x) for k in range(SIZE)]
+    ys = [ystart + ystep * (k - first_y) for k in range(SIZE)]
+    desc = ""
+    for y in ys:
+        for x in xs:
+            pixel = screen[round(y), round(x)]
+            r, g, b = (int(v) for v in pixel[:3])
+            grey = max(r, g, b) - min(r, g, b) <= 6
+            if _is_peg(pixel):
+                desc += "P"
+            elif grey and abs(r - HOLE_GREY) <= 8:
+                desc += "H"
+            elif grey and r in BACKGROUND_GREYS:
+                desc += "O"
+            else:
+                return None
+    return desc, xs, ys
 
 
 def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
-    assert ctx.obs is not None
-    xs, ys = _grid(ctx.obs["screen"], ctx.truth["desc"], ctx.truth["window"])
-    plan = yield from solve_in_shell(ctx, plan_jumps, board_text(ctx.truth["desc"]),
-                                     answer_file="pegs_solution.txt", label="PLAN")
+    x, y, w, h = ctx.truth["window"]
+    region = (x - WINDOW_MARGIN, y - WINDOW_MARGIN, w + 2 * WINDOW_MARGIN, h + 2 * WINDOW_MARGIN)
+    board = before = None
+    for _ in range(BOARD_WAITS):  # the same board on two screenshots in a row: the window is drawn and still
+        assert ctx.obs is not None
+        board = read_board(ctx.obs["screen"], region)
+        if board is not None and board == before:
+            break
+        before = board
+        yield {"kind": "wait", "seconds": 1}
+    if board is None:
+        raise TaskError(f"{TASK.id} oracle: no whole Pegs board showed in the window at {ctx.truth['window']}")
+    desc, xs, ys = board  # read off the window, as an agent would: the truth's board is withheld
+    plan = yield from solve_in_shell(ctx, plan_jumps, board_text(desc), answer_file="pegs_solution.txt", label="PLAN")
     for move in plan:
         x1, y1, x2, y2 = map(int, MOVE.match(move).groups())
         yield {"kind": "drag", "x": round(xs[x1]), "y": round(ys[y1]), "to_x": round(xs[x2]), "to_y": round(ys[y2])}
@@ -202,6 +294,7 @@ TASK = Task(
         Clause("played_plan", "the saved game plays exactly the planned jumps", check_played_plan),
     ),
     **saved_game_outputs(SAVE, PLAN, "Pegs", "~/pegs_solution.txt"),
+    withheld=("desc",),
     oracle=oracle,
     profile="base",
     apps=("sgt-pegs", "python3"),
