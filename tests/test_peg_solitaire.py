@@ -30,6 +30,7 @@ def test_the_oracle_solves_the_board_it_reads_off_the_window() -> None:
     ctx = OracleContext({}, truth, (1280, 720), {"screen": _screen("pegs_round1_start"), "terminal": ""}, {})
     steps = ps.oracle(ctx)
     step = next(steps)
+    assert step["kind"] == "move" and step["x"] > WINDOW[0] + WINDOW[2]  # the pointer off the board first
     while step["kind"] != "shell":
         step = next(steps)
     assert "PPPPO/PPPPP/PHPPO/PPPPO/OOPOO" in step["command"]
@@ -48,6 +49,7 @@ def test_the_oracle_gives_up_clearly_when_no_board_shows() -> None:
     ("pegs_round2_one_jump", (0, 40, 300, 300), "POOOO/POHOO/PPHPP/OPPPP/OOPPO"),
     ("pegs_round2_before_move", (250, 200, 300, 300), "POOOO/POPOO/PPPPP/OPHPP/OOPPO"),  # wherever it is
     ("pegs_round2_before_move", (0, 0, 250, 200), None),  # nothing in the region
+    ("pegs_under_pointer", (501, 216, 277, 302), "PPPPO/PPPPP/PHPPO/PPPPO/OOPOO"),  # the pointer on a peg
 ])
 def test_a_board_reads_wherever_its_window_is(name: str, region: tuple[int, int, int, int],
                                               expected: str | None) -> None:

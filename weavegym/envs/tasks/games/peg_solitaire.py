@@ -156,11 +156,7 @@ def check_played_plan(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
 # obstacles are left as the drawing area's background. Measured in the VM (base image, openbox).
 TILE, FIRST_CELL = 33, 32
 HOLE_GREY, BACKGROUND_GREYS, BEVEL_WHITE = 173, (212, 213, 214), 255
-
-
-def _is_peg(pixel: Any) -> bool:
-    r, g, b = (int(v) for v in pixel[:3])
-    return b > 200 and r < 80 and g < 80
+CELL_SAMPLES = ((0, 0), (-5, 0), (5, 0), (0, -5), (0, 5), (-4, -4), (4, -4), (-4, 4), (4, 4))  # inside a hole
 
 
 def _in_drawing_area(pixel: Any) -> bool:
@@ -183,11 +179,24 @@ def _edge(screen: np.ndarray, x: int, y: int, dx: int, dy: int) -> int:
     return x if dx else y
 
 
-def _first_run_centre(line: np.ndarray) -> int:
-    """The middle of the first run of True in ``line`` (the first peg a row or column of the mask crosses)."""
+def _run_centres(line: np.ndarray) -> list[int]:
+    """The middles of the runs of True in ``line`` (the pegs a row or column of the mask crosses)."""
     hits = np.flatnonzero(line)
-    ends = np.flatnonzero(np.diff(hits) > 1)
-    return int(hits[: ends[0] + 1 if len(ends) else len(hits)].mean())
+    return [int(run.mean()) for run in np.split(hits, np.flatnonzero(np.diff(hits) > 1) + 1)] if len(hits) else []
+
+
+def _cell(screen: np.ndarray, x: float, y: float) -> str | None:
+    """P, H or O: what most of the points near a cell's centre show (the pointer may cover some of them); None
+    when none of them is a peg, a hole or the background."""
+    votes: dict[str, int] = {}
+    for dx, dy in CELL_SAMPLES:
+        r, g, b = (int(v) for v in screen[round(y) + dy, round(x) + dx][:3])
+        grey = max(r, g, b) - min(r, g, b) <= 6
+        kind = ("P" if b > 200 and r < 80 and g < 80 else "H" if grey and abs(r - HOLE_GREY) <= 8
+                else "O" if grey and r in BACKGROUND_GREYS else None)
+        if kind is not None:
+            votes[kind] = votes.get(kind, 0) + 1
+    return max(votes, key=lambda k: votes[k]) if votes else None
 
 
 def read_board(screen: np.ndarray, region: tuple[int, int, int, int] | list[int]
@@ -222,33 +231,26 @@ def read_board(screen: np.ndarray, region: tuple[int, int, int, int] | list[int]
     row = blue[round(ystart) - y0] if 0 <= round(ystart) - y0 < blue.shape[0] else np.zeros(0, bool)
     if not column.any() or not row.any():
         return None
-    left = _edge(screen, round(xstart), y0 + _first_run_centre(column), -1, 0)
-    top = _edge(screen, x0 + _first_run_centre(row), round(ystart), 0, -1)
+    # From every peg of the first column (row) to the area's edge; the furthest walk wins, since the pointer may
+    # lie across one of them.
+    left = min(_edge(screen, round(xstart), y0 + centre, -1, 0) for centre in _run_centres(column))
+    top = min(_edge(screen, x0 + centre, round(ystart), 0, -1) for centre in _run_centres(row))
     first_x, first_y = round((xstart - left - FIRST_CELL) / xstep), round((ystart - top - FIRST_CELL) / ystep)
     if min(first_x, first_y) < 0 or first_x + xspan >= SIZE or first_y + yspan >= SIZE:
         return None
     xs = [xstart + xstep * (k - first_x) for k in range(SIZE)]
     ys = [ystart + ystep * (k - first_y) for k in range(SIZE)]
-    desc = ""
-    for y in ys:
-        for x in xs:
-            pixel = screen[round(y), round(x)]
-            r, g, b = (int(v) for v in pixel[:3])
-            grey = max(r, g, b) - min(r, g, b) <= 6
-            if _is_peg(pixel):
-                desc += "P"
-            elif grey and abs(r - HOLE_GREY) <= 8:
-                desc += "H"
-            elif grey and r in BACKGROUND_GREYS:
-                desc += "O"
-            else:
-                return None
+    cells = [_cell(screen, x, y) for y in ys for x in xs]
+    if None in cells:
+        return None
+    desc = "".join(cells)  # type: ignore[arg-type]
     return desc, xs, ys
 
 
 def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
     x, y, w, h = ctx.truth["window"]
     region = (x - WINDOW_MARGIN, y - WINDOW_MARGIN, w + 2 * WINDOW_MARGIN, h + 2 * WINDOW_MARGIN)
+    yield {"kind": "move", "x": x + w + WINDOW_MARGIN, "y": y + h + WINDOW_MARGIN}  # the pointer off the board
     board = before = None
     for _ in range(BOARD_WAITS):  # the same board on two screenshots in a row: the window is drawn and still
         assert ctx.obs is not None
