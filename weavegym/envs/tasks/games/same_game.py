@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from weavegym.core.errors import TaskError
 from weavegym.envs.setup_context import HOME, SetupContext
 from weavegym.envs.task import ActionLike, Channels, OracleContext, Prepared, Task
 from weavegym.envs.tasks.games.sgt_common import (
@@ -212,21 +213,69 @@ def check_played_plan(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
                          f"{'the same groups in the same order' if same else 'they differ'}")
 
 
-def _grid(screen: np.ndarray, window: list[int]) -> tuple[list[float], list[float]]:
-    """Screen x of each column and y of each row: the full board's coloured tiles span W x H cells."""
+def _grid(screen: np.ndarray, window: list[int]) -> tuple[list[float], list[float]] | None:
+    """Screen x of each column and y of each row: the full board's coloured tiles span W x H cells (None: no
+    tile shows)."""
     x0, y0, w, h = window
     crop = screen[y0:y0 + h, x0:x0 + w].astype(int)
     coloured = ((crop.max(axis=2) - crop.min(axis=2)) > 100) & (crop.min(axis=2) < 30)
     xs, ys = np.flatnonzero(coloured.any(axis=0)), np.flatnonzero(coloured.any(axis=1))
+    if not len(xs):
+        return None
     tw, th = (xs[-1] + 1 - xs[0]) / W, (ys[-1] + 1 - ys[0]) / H
     return ([x0 + xs[0] + (i + 0.5) * tw for i in range(W)], [y0 + ys[0] + (j + 0.5) * th for j in range(H)])
 
 
+# sgt-samegame's three colours (c3), by the digit its descriptions use for each; measured in the VM (base image).
+PALETTE = {"1": (0, 0, 255), "2": (0, 128, 0), "3": (255, 0, 0)}
+CELL_SAMPLES = ((0, 0), (-6, 0), (6, 0), (0, -6), (0, 6), (-5, -5), (5, -5), (-5, 5), (5, 5))
+BOARD_WAITS = 10
+
+
+def _colour_digit(screen: np.ndarray, x: float, y: float) -> str | None:
+    """The palette digit most of the points near a tile's centre show (the pointer may cover some); None when
+    none of them is a tile colour."""
+    votes: dict[str, int] = {}
+    for dx, dy in CELL_SAMPLES:
+        pixel = [int(v) for v in screen[round(y) + dy, round(x) + dx][:3]]
+        for digit, colour in PALETTE.items():
+            if sum(abs(a - b) for a, b in zip(pixel, colour, strict=True)) < 60:
+                votes[digit] = votes.get(digit, 0) + 1
+    return max(votes, key=lambda d: votes[d]) if votes else None
+
+
+def read_board(screen: np.ndarray, window: list[int]) -> tuple[str, list[float], list[float]] | None:
+    """The full board in the window read off the screen, as an agent transcribes it (rows of colour digits
+    joined by "/", board_text's form), with the screen x of each column and y of each row; None until every
+    tile shows a colour."""
+    grid = _grid(screen, window)
+    if grid is None:
+        return None
+    xs, ys = grid
+    rows = []
+    for y in ys:
+        digits = [_colour_digit(screen, x, y) for x in xs]
+        if None in digits:
+            return None
+        rows.append("".join(digits))  # type: ignore[arg-type]
+    return "/".join(rows), xs, ys
+
+
 def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
-    assert ctx.obs is not None
-    xs, ys = _grid(ctx.obs["screen"], ctx.truth["window"])
-    plan = yield from solve_in_shell(ctx, plan_clearance, board_text(ctx.truth["desc"]),
-                                     answer_file="samegame_plan.txt", label="PLAN")
+    x, y, w, h = ctx.truth["window"]
+    yield {"kind": "move", "x": x + w + 40, "y": y + h + 40}  # the pointer off the board
+    board = before = None
+    for _ in range(BOARD_WAITS):  # the same board on two screenshots in a row: drawn and still
+        assert ctx.obs is not None
+        board = read_board(ctx.obs["screen"], ctx.truth["window"])
+        if board is not None and board == before:
+            break
+        before = board
+        yield {"kind": "wait", "seconds": 1}
+    if board is None:
+        raise TaskError(f"{TASK.id} oracle: no whole board showed in the window at {ctx.truth['window']}")
+    text, xs, ys = board  # read off the window, as an agent would: the truth's board is withheld
+    plan = yield from solve_in_shell(ctx, plan_clearance, text, answer_file="samegame_plan.txt", label="PLAN")
     for step in plan:
         col, row = map(int, step.split(","))
         yield {"kind": "click", "x": round(xs[col]), "y": round(ys[row])}  # select the group
@@ -261,6 +310,7 @@ TASK = Task(
         Clause("played_plan", "the saved game plays exactly the planned removals", check_played_plan),
     ),
     **saved_game_outputs(SAVE, PLAN, "Same Game", "~/samegame_plan.txt"),
+    withheld=("desc",),
     oracle=oracle,
     profile="base",
     apps=("sgt-samegame", "python3"),
