@@ -580,9 +580,5 @@ TASK = Task(
     profile="full",
     apps=("Minutes Desk: recording transcripts (python3-tk)", "libreoffice-writer", "sqlite3", "python3"),
     max_steps=400,
-    draft="not validated in the VM: the first VM oracle run (seed 0, an older oracle) lost a typed reference to "
-          "Writer, which still had the keyboard after the click on the desk; the fixed oracle (focus ring, item "
-          "lines found in the saved file) scores 1.0 on the host against real Writer and desk (seeds 0 and 3) but "
-          "has had no VM run and no validation yet",
     time_budget_s=4800.0,
 )

@@ -470,7 +470,4 @@ TASK = Task(
     apps=("SEO Audit (python3-tk)", "firefox-esr", "sqlite3", "python3"),
     max_steps=160,
     time_budget_s=2400.0,
-    draft=("host tests only (the CMS server, the oracle's crawl, lookup, record and sitemap scripts and every clause "
-           "on the real server, the board on Xvfb, the admin form typed in chromium): no VM slot came free in "
-           "session 20, so the oracle in Firefox under TCG and the adversaries are not yet seen in the guest"),
 )
