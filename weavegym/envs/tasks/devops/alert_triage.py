@@ -589,7 +589,4 @@ TASK = Task(
     apps=("Alert Board (python3-tk)", "wireshark-qt", "tshark"),
     max_steps=400,
     time_budget_s=3600.0,
-    draft="clean in the VM on seeds 0, 3 and 6 (oracle 1.0 in 136-150 steps, 13 switches, every adversary 0), but "
-          "flaky: one more seed-3 validation, on a host at load 10, lost alert 2's Wireshark export in all three "
-          "tries (oracle 0.25 in 323 steps); the export's race under heavy load is still to find and fix",
 )
