@@ -13,8 +13,12 @@ must be rolled in the window and the game saved through its Game > Save dialog
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 
+import numpy as np
+
+from weavegym.core.errors import TaskError
 from weavegym.envs.setup_context import HOME, SetupContext
 from weavegym.envs.task import ActionLike, Channels, OracleContext, Prepared, Task
 from weavegym.envs.tasks.games.sgt_common import (
@@ -126,9 +130,76 @@ CHECKS = ShortestPlayChecks(game="Cube", save=SAVE, moves_file=ROUTE, unit="roll
                             solved_as="with all six faces blue", replay=replay, written=str.upper)
 
 
+# How sgt-cube draws the board (measured in the VM, base image): dark grid lines around square cells; the cube as
+# a square face CUBE_OFFSET px up and left of its cell, joined to the cell's corners by short diagonals.
+DARK, CUBE_OFFSET, BOARD_WAITS = 60, 15, 10
+
+
+def _dark_lines(dark: np.ndarray, axis: int, offset: int, low: int, high: int) -> list[int]:
+    """Screen coordinates of the lines (columns for axis 0, rows for axis 1) with between low and high dark
+    pixels; neighbours merged into their middle."""
+    counts = dark.sum(axis=axis)
+    hits = np.flatnonzero((counts >= low) & (counts <= high))
+    return [offset + round(float(run.mean())) for run in np.split(hits, np.flatnonzero(np.diff(hits) > 1) + 1)
+            ] if len(hits) else []
+
+
+def read_board(screen: np.ndarray, window: list[int]) -> str | None:
+    """The board in the window read off the screen, as an agent transcribes it (board_text's form: rows of B
+    blue, . white, C the cube, joined by "/"); None until a whole W x H grid and one cube show."""
+    x0, y0, w, h = (int(v) for v in window)
+    crop = screen[y0:y0 + h, x0:x0 + w].astype(int)
+    dark = crop.max(axis=2) < DARK
+    # Grid lines run (nearly: the cube hides parts of some) the board's full height or width. The cube is drawn up
+    # and left of its cell, so the right and bottom lines always show: the grid is counted back from them.
+    grid = []
+    for axis, offset, length in ((0, x0, h), (1, y0, w)):
+        longest = max(int(dark.sum(axis=axis).max(initial=0)), 1)
+        lines = _dark_lines(dark, axis, offset, int(longest * 0.7), length)
+        if len(lines) < 2:
+            return None
+        size = float(min(b - a for a, b in itertools.pairwise(lines)))
+        if any(abs((lines[-1] - line) / size - round((lines[-1] - line) / size)) * size > 3 for line in lines) \
+                or round((lines[-1] - lines[0]) / size) > (W if axis == 0 else H):
+            return None
+        grid.append((lines[-1] - (W if axis == 0 else H) * size, size))
+    (gx, size), (gy, _size) = grid
+    xs, ys = [gx + k * size for k in range(W + 1)], [gy + k * size for k in range(H + 1)]
+    # The cube's face: the shorter lines, one face apart, not on the grid.
+    face_x = [x for x in _dark_lines(dark, 0, x0, int(size * 0.7), int(size * 1.6)) if min(abs(x - g) for g in xs) > 4]
+    face_y = [y for y in _dark_lines(dark, 1, y0, int(size * 0.7), int(size * 1.6)) if min(abs(y - g) for g in ys) > 4]
+    if len(face_x) != 2 or len(face_y) != 2:
+        return None
+    cube = (round((face_x[0] + CUBE_OFFSET - xs[0]) / size), round((face_y[0] + CUBE_OFFSET - ys[0]) / size))
+    rows = []
+    for row in range(H):
+        cells = ""
+        for column in range(W):
+            centre = screen[round(ys[0] + (row + 0.5) * size), round(xs[0] + (column + 0.5) * size)]
+            r, g, b = (int(v) for v in centre[:3])
+            cells += ("C" if (column, row) == cube else "B" if b > 200 and r < 80 and g < 80
+                      else "." if min(r, g, b) > 200 else "?")
+        rows.append(cells)
+    text = "/".join(rows)
+    return None if "?" in text or text.count("C") != 1 else text
+
+
 def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
-    route = yield from solve_in_shell(ctx, shortest_route, board_text(ctx.truth["desc"]),
-                                      answer_file="cube_route.txt", label="ROUTE", helpers=(roll,))
+    x, y, w, h = ctx.truth["window"]
+    yield {"kind": "move", "x": x + w + 40, "y": y + h + 40}  # the pointer off the board
+    board = before = None
+    for _ in range(BOARD_WAITS):  # the same board on two screenshots in a row: drawn and still
+        assert ctx.obs is not None
+        board = read_board(ctx.obs["screen"], ctx.truth["window"])
+        if board is not None and board == before:
+            break
+        before = board
+        yield {"kind": "wait", "seconds": 1}
+    if board is None:
+        raise TaskError(f"{TASK.id} oracle: no whole board showed in the window at {ctx.truth['window']}")
+    # Read off the window, as an agent would: the truth's board is withheld.
+    route = yield from solve_in_shell(ctx, shortest_route, board, answer_file="cube_route.txt", label="ROUTE",
+                                      helpers=(roll,))
     for move in "".join(route):
         yield {"kind": "key", "keys": ARROWS[move]}
     yield from save_via_dialog(ctx, SAVE, ups=4)  # Game > Save... is the fourth item from the bottom
@@ -162,6 +233,7 @@ TASK = Task(
         Clause("rolled_route", "the saved game rolls exactly the route in the file", CHECKS.check_played),
     ),
     **saved_game_outputs(SAVE, ROUTE, "Cube", "~/cube_route.txt"),
+    withheld=("desc",),
     oracle=oracle,
     profile="base",
     apps=("sgt-cube", "python3"),
