@@ -16,6 +16,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+import numpy as np
+
+from weavegym.core.errors import TaskError
 from weavegym.envs.setup_context import HOME, SetupContext
 from weavegym.envs.task import ActionLike, Channels, OracleContext, Prepared, Task
 from weavegym.envs.tasks.games.sgt_common import (
@@ -143,9 +146,106 @@ CHECKS = ShortestPlayChecks(game="Twiddle", save=SAVE, moves_file=MOVES, unit="t
                             solve_letter="S")
 
 
+# How sgt-twiddle draws a tile (measured in the VM, base image): its number in black, upright, centred, over a grey
+# triangle whose apex points the tile's way. Each digit's dark pixels (max channel < 100) in the 13 x 15 box around
+# the tile's centre, row by row as bits, as hex; taken from a frame of a VM run whose board was known.
+TRIANGLE_GREY, DARK, TRIANGLE_LINE = 191, 100, 8
+DIGIT_BOX = (13, 15)  # width, height
+DIGITS = {
+    "1": "00000003e01f00b800c006003001800c00600700ff07f8000",
+    "2": "00000003f03fc18f003803c01c01c01c01c01c01ff0ff8000",
+    "3": "00000003f01fc00f00380380f807e007801c21e1fe0fe0000",
+    "4": "000000007807c03e03701b819c18e0c707fc3fe00e0070000",
+    "5": "00000003f81fc0c006003f01fc00f003801c31e1fe07e0000",
+    "6": "00000000f80fe0e00e007f03fe1e70e3871c1ce0fe01e0000",
+    "7": "00000007fc3fe00f007003803801c01c00e00e00700380000",
+    "8": "00000001f01fc1c70e3839c0fc0fe0e3871c38e0ff03e0000",
+    "9": "00000001f01fc1ce0e3871c39e0ff03f801c01c0fc07c0000",
+}
+MAX_DIGIT_MISMATCH = 12  # of the box's 195 pixels
+BOARD_WAITS = 10
+
+
+def _digit_masks() -> dict[str, np.ndarray]:
+    width, height = DIGIT_BOX
+    return {d: np.array([int(b) for b in f"{int(h, 16):0{width * height}b}"], bool).reshape(height, width)
+            for d, h in DIGITS.items()}
+
+
+def _read_digit(dark: np.ndarray, x: int, y: int) -> str | None:
+    """The digit whose mask best matches the dark pixels around (x, y), trying shifts of a pixel either way."""
+    width, height = DIGIT_BOX
+    best, found = MAX_DIGIT_MISMATCH + 1, None
+    for mask_digit, mask in _digit_masks().items():
+        for dx in (-1, 0, 1):
+            for dy in (-1, 0, 1):
+                top, left = y + dy - height // 2, x + dx - width // 2
+                box = dark[top:top + height, left:left + width]
+                if box.shape == mask.shape and (miss := int((box != mask).sum())) < best:
+                    best, found = miss, mask_digit
+    return found
+
+
+def _arrow(triangle: np.ndarray, x: int, y: int) -> str | None:
+    """u l d r: where the tile's triangle points, from which side of the centre its area leans to (the base)."""
+    ys, xs = np.nonzero(triangle[y - 22:y + 23, x - 22:x + 23])
+    if len(xs) < 100:
+        return None
+    dx, dy = xs.mean() - 22, ys.mean() - 22
+    if max(abs(dx), abs(dy)) < 1.5:
+        return None
+    return ("l" if dx > 0 else "r") if abs(dx) > abs(dy) else ("u" if dy > 0 else "d")
+
+
+def read_board(screen: np.ndarray, window: list[int]) -> str | None:
+    """The board in the window read off the screen, as an agent transcribes it (board_text's form: each row's
+    tiles as number and arrow, rows joined by "/"); None until W x W tiles show, each read."""
+    x0, y0, w, h = (int(v) for v in window)
+    crop = screen[max(y0, 0):y0 + h, max(x0, 0):x0 + w].astype(int)
+    triangle = np.abs(crop - TRIANGLE_GREY).max(axis=2) <= 3
+    triangle[triangle.sum(axis=1) > 0.8 * crop.shape[1]] = False  # the menu bar's separator shares the grey
+    # The board: the rows and columns the triangles fill (text elsewhere has a few pixels of the grey at its edges).
+    rows_at = np.flatnonzero(triangle.sum(axis=1) >= TRIANGLE_LINE)
+    columns_at = np.flatnonzero(triangle.sum(axis=0) >= TRIANGLE_LINE)
+    if not len(rows_at) or not len(columns_at):
+        return None
+    top, bottom, left, right = rows_at.min(), rows_at.max(), columns_at.min(), columns_at.max()
+    dark = crop.max(axis=2) < DARK
+    centres = []
+    for axis, start in ((0, left), (1, top)):  # digit columns, then rows, inside the triangles' extent
+        hits = np.flatnonzero(dark[top:bottom + 1, left:right + 1].any(axis=axis))
+        runs = np.split(hits, np.flatnonzero(np.diff(hits) > 1) + 1) if len(hits) else []
+        if len(runs) != W:
+            return None
+        centres.append([int(start + (run[0] + run[-1]) // 2) for run in runs])
+    rows = []
+    for y in centres[1]:
+        tiles = []
+        for x in centres[0]:
+            digit, arrow = _read_digit(dark, x, y), _arrow(triangle, x, y)
+            if digit is None or arrow is None:
+                return None
+            tiles.append(digit + arrow)
+        rows.append(" ".join(tiles))
+    return "/".join(rows)
+
+
 def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
-    route = yield from solve_in_shell(ctx, fewest_turns, board_text(ctx.truth["desc"]),
-                                      answer_file="twiddle_moves.txt", label="ROUTE", helpers=(turn,))
+    x, y, w, h = ctx.truth["window"]
+    yield {"kind": "move", "x": x + w + 40, "y": y + h + 40}  # the pointer off the board
+    board = before = None
+    for _ in range(BOARD_WAITS):  # the same board on two screenshots in a row: drawn and still
+        assert ctx.obs is not None
+        board = read_board(ctx.obs["screen"], ctx.truth["window"])
+        if board is not None and board == before:
+            break
+        before = board
+        yield {"kind": "wait", "seconds": 1}
+    if board is None:
+        raise TaskError(f"{TASK.id} oracle: no whole board showed in the window at {ctx.truth['window']}")
+    # Read off the window, as an agent would: the truth's board is withheld.
+    route = yield from solve_in_shell(ctx, fewest_turns, board, answer_file="twiddle_moves.txt", label="ROUTE",
+                                      helpers=(turn,))
     for letter in "".join(route):
         yield {"kind": "key", "keys": f"shift+{letter.lower()}" if letter.isupper() else letter}
     yield from save_via_dialog(ctx, SAVE, ups=6)  # Game > Save... is the sixth item from the bottom
@@ -182,6 +282,7 @@ TASK = Task(
         Clause("played_moves", "the saved game plays exactly the moves in the file", CHECKS.check_played),
     ),
     **saved_game_outputs(SAVE, MOVES, "Twiddle", "~/twiddle_moves.txt"),
+    withheld=("desc",),
     oracle=oracle,
     profile="base",
     apps=("sgt-twiddle", "python3"),
