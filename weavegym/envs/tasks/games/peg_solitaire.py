@@ -18,10 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from weavegym.core.errors import TaskError
 from weavegym.envs.setup_context import HOME, SetupContext
 from weavegym.envs.task import ActionLike, Channels, OracleContext, Prepared, Task
 from weavegym.envs.tasks.games.sgt_common import (
+    read_still_board,
     save_via_dialog,
     saved_game,
     saved_game_outputs,
@@ -35,7 +35,6 @@ SAVE = f"{HOME}/pegs.sav"
 PLAN = f"{HOME}/pegs_solution.txt"
 SIZE = 5
 MIN_PEGS = 14
-BOARD_WAITS = 10
 WINDOW_MARGIN = 40  # px around the window's reported geometry (the frame's offset) that the oracle searches
 MOVE = re.compile(r"^(\d+),(\d+)-(\d+),(\d+)$")
 
@@ -250,17 +249,7 @@ def read_board(screen: np.ndarray, region: tuple[int, int, int, int] | list[int]
 def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
     x, y, w, h = ctx.truth["window"]
     region = (x - WINDOW_MARGIN, y - WINDOW_MARGIN, w + 2 * WINDOW_MARGIN, h + 2 * WINDOW_MARGIN)
-    yield {"kind": "move", "x": x + w + WINDOW_MARGIN, "y": y + h + WINDOW_MARGIN}  # the pointer off the board
-    board = before = None
-    for _ in range(BOARD_WAITS):  # the same board on two screenshots in a row: the window is drawn and still
-        assert ctx.obs is not None
-        board = read_board(ctx.obs["screen"], region)
-        if board is not None and board == before:
-            break
-        before = board
-        yield {"kind": "wait", "seconds": 1}
-    if board is None:
-        raise TaskError(f"{TASK.id} oracle: no whole Pegs board showed in the window at {ctx.truth['window']}")
+    board = yield from read_still_board(ctx, lambda screen: read_board(screen, region), TASK.id)
     desc, xs, ys = board  # read off the window, as an agent would: the truth's board is withheld
     plan = yield from solve_in_shell(ctx, plan_jumps, board_text(desc), answer_file="pegs_solution.txt", label="PLAN")
     for move in plan:

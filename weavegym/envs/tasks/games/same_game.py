@@ -18,10 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from weavegym.core.errors import TaskError
 from weavegym.envs.setup_context import HOME, SetupContext
 from weavegym.envs.task import ActionLike, Channels, OracleContext, Prepared, Task
 from weavegym.envs.tasks.games.sgt_common import (
+    read_still_board,
     save_via_dialog,
     saved_game,
     saved_game_outputs,
@@ -229,7 +229,6 @@ def _grid(screen: np.ndarray, window: list[int]) -> tuple[list[float], list[floa
 # sgt-samegame's three colours (c3), by the digit its descriptions use for each; measured in the VM (base image).
 PALETTE = {"1": (0, 0, 255), "2": (0, 128, 0), "3": (255, 0, 0)}
 CELL_SAMPLES = ((0, 0), (-6, 0), (6, 0), (0, -6), (0, 6), (-5, -5), (5, -5), (-5, 5), (5, 5))
-BOARD_WAITS = 10
 
 
 def _colour_digit(screen: np.ndarray, x: float, y: float) -> str | None:
@@ -262,18 +261,7 @@ def read_board(screen: np.ndarray, window: list[int]) -> tuple[str, list[float],
 
 
 def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
-    x, y, w, h = ctx.truth["window"]
-    yield {"kind": "move", "x": x + w + 40, "y": y + h + 40}  # the pointer off the board
-    board = before = None
-    for _ in range(BOARD_WAITS):  # the same board on two screenshots in a row: drawn and still
-        assert ctx.obs is not None
-        board = read_board(ctx.obs["screen"], ctx.truth["window"])
-        if board is not None and board == before:
-            break
-        before = board
-        yield {"kind": "wait", "seconds": 1}
-    if board is None:
-        raise TaskError(f"{TASK.id} oracle: no whole board showed in the window at {ctx.truth['window']}")
+    board = yield from read_still_board(ctx, lambda screen: read_board(screen, ctx.truth["window"]), TASK.id)
     text, xs, ys = board  # read off the window, as an agent would: the truth's board is withheld
     plan = yield from solve_in_shell(ctx, plan_clearance, text, answer_file="samegame_plan.txt", label="PLAN")
     for step in plan:

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from weavegym.core.errors import TaskError
 from weavegym.envs.setup_context import HOME, SetupContext
 from weavegym.envs.task import ActionLike, OracleContext
 from weavegym.evaluators import GuiArtifactViaCli, Probe, Verdict
@@ -125,6 +126,33 @@ def solve_in_shell(ctx: OracleContext, solver: Callable[[str], str | list[str]],
         return found.group(1).split()
     answer = solver(board)
     return [answer] if isinstance(answer, str) else answer
+
+
+BOARD_WAITS = 10
+POINTER_CLEARANCE = 40  # px right of and below the window where the pointer is parked while the board is read
+
+
+def read_still_board(ctx: OracleContext, read: Callable[[np.ndarray], Any], task_id: str
+                     ) -> Generator[ActionLike, Any, Any]:
+    """The puzzle oracles' reading of the board, as an agent reads it: park the pointer off the window (it may lie
+    on a tile), then ``read`` the screen until two screenshots in a row give the same board (drawn and still).
+
+    ``read`` takes the screen and returns the board or None; the board is returned. Raises TaskError when no
+    board showed in BOARD_WAITS screenshots.
+    """
+    x, y, w, h = ctx.truth["window"]
+    yield {"kind": "move", "x": x + w + POINTER_CLEARANCE, "y": y + h + POINTER_CLEARANCE}
+    board = before = None
+    for _ in range(BOARD_WAITS):
+        assert ctx.obs is not None
+        board = read(ctx.obs["screen"])
+        if board is not None and board == before:
+            break
+        before = board
+        yield {"kind": "wait", "seconds": 1}
+    if board is None:
+        raise TaskError(f"{task_id} oracle: no whole board showed in the window at {ctx.truth['window']}")
+    return board
 
 
 def wait_file_action(path: str, *, seconds: int = 30, then: str = "echo SAVED") -> dict[str, Any]:

@@ -18,11 +18,11 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from weavegym.core.errors import TaskError
 from weavegym.envs.setup_context import HOME, SetupContext
 from weavegym.envs.task import ActionLike, Channels, OracleContext, Prepared, Task
 from weavegym.envs.tasks.games.sgt_common import (
     ShortestPlayChecks,
+    read_still_board,
     save_via_dialog,
     saved_game_outputs,
     solve_in_shell,
@@ -132,7 +132,7 @@ CHECKS = ShortestPlayChecks(game="Cube", save=SAVE, moves_file=ROUTE, unit="roll
 
 # How sgt-cube draws the board (measured in the VM, base image): dark grid lines around square cells; the cube as
 # a square face CUBE_OFFSET px up and left of its cell, joined to the cell's corners by short diagonals.
-DARK, CUBE_OFFSET, BOARD_WAITS = 60, 15, 10
+DARK, CUBE_OFFSET = 60, 15
 
 
 def _dark_lines(dark: np.ndarray, axis: int, offset: int, low: int, high: int) -> list[int]:
@@ -185,18 +185,7 @@ def read_board(screen: np.ndarray, window: list[int]) -> str | None:
 
 
 def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
-    x, y, w, h = ctx.truth["window"]
-    yield {"kind": "move", "x": x + w + 40, "y": y + h + 40}  # the pointer off the board
-    board = before = None
-    for _ in range(BOARD_WAITS):  # the same board on two screenshots in a row: drawn and still
-        assert ctx.obs is not None
-        board = read_board(ctx.obs["screen"], ctx.truth["window"])
-        if board is not None and board == before:
-            break
-        before = board
-        yield {"kind": "wait", "seconds": 1}
-    if board is None:
-        raise TaskError(f"{TASK.id} oracle: no whole board showed in the window at {ctx.truth['window']}")
+    board = yield from read_still_board(ctx, lambda screen: read_board(screen, ctx.truth["window"]), TASK.id)
     # Read off the window, as an agent would: the truth's board is withheld.
     route = yield from solve_in_shell(ctx, shortest_route, board, answer_file="cube_route.txt", label="ROUTE",
                                       helpers=(roll,))

@@ -18,11 +18,11 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from weavegym.core.errors import TaskError
 from weavegym.envs.setup_context import HOME, SetupContext
 from weavegym.envs.task import ActionLike, Channels, OracleContext, Prepared, Task
 from weavegym.envs.tasks.games.sgt_common import (
     ShortestPlayChecks,
+    read_still_board,
     save_via_dialog,
     saved_game_outputs,
     solve_in_shell,
@@ -163,7 +163,6 @@ DIGITS = {
     "9": "00000001f01fc1ce0e3871c39e0ff03f801c01c0fc07c0000",
 }
 MAX_DIGIT_MISMATCH = 12  # of the box's 195 pixels
-BOARD_WAITS = 10
 
 
 def _digit_masks() -> dict[str, np.ndarray]:
@@ -231,18 +230,7 @@ def read_board(screen: np.ndarray, window: list[int]) -> str | None:
 
 
 def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
-    x, y, w, h = ctx.truth["window"]
-    yield {"kind": "move", "x": x + w + 40, "y": y + h + 40}  # the pointer off the board
-    board = before = None
-    for _ in range(BOARD_WAITS):  # the same board on two screenshots in a row: drawn and still
-        assert ctx.obs is not None
-        board = read_board(ctx.obs["screen"], ctx.truth["window"])
-        if board is not None and board == before:
-            break
-        before = board
-        yield {"kind": "wait", "seconds": 1}
-    if board is None:
-        raise TaskError(f"{TASK.id} oracle: no whole board showed in the window at {ctx.truth['window']}")
+    board = yield from read_still_board(ctx, lambda screen: read_board(screen, ctx.truth["window"]), TASK.id)
     # Read off the window, as an agent would: the truth's board is withheld.
     route = yield from solve_in_shell(ctx, fewest_turns, board, answer_file="twiddle_moves.txt", label="ROUTE",
                                       helpers=(turn,))
