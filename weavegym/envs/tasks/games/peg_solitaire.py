@@ -250,6 +250,8 @@ def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
     x, y, w, h = ctx.truth["window"]
     region = (x - WINDOW_MARGIN, y - WINDOW_MARGIN, w + 2 * WINDOW_MARGIN, h + 2 * WINDOW_MARGIN)
     board = yield from read_still_board(ctx, lambda screen: read_board(screen, region), TASK.id)
+    if board is None:
+        return
     desc, xs, ys = board  # read off the window, as an agent would: the truth's board is withheld
     plan = yield from solve_in_shell(ctx, plan_jumps, board_text(desc), answer_file="pegs_solution.txt", label="PLAN")
     for move in plan:

@@ -262,6 +262,8 @@ def read_board(screen: np.ndarray, window: list[int]) -> tuple[str, list[float],
 
 def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
     board = yield from read_still_board(ctx, lambda screen: read_board(screen, ctx.truth["window"]), TASK.id)
+    if board is None:
+        return
     text, xs, ys = board  # read off the window, as an agent would: the truth's board is withheld
     plan = yield from solve_in_shell(ctx, plan_clearance, text, answer_file="samegame_plan.txt", label="PLAN")
     for step in plan:

@@ -23,7 +23,6 @@ from typing import Any
 
 import numpy as np
 
-from weavegym.core.errors import TaskError
 from weavegym.envs.setup_context import HOME, SetupContext
 from weavegym.envs.task import ActionLike, OracleContext
 from weavegym.evaluators import GuiArtifactViaCli, Probe, Verdict
@@ -137,8 +136,10 @@ def read_still_board(ctx: OracleContext, read: Callable[[np.ndarray], Any], task
     """The puzzle oracles' reading of the board, as an agent reads it: park the pointer off the window (it may lie
     on a tile), then ``read`` the screen until two screenshots in a row give the same board (drawn and still).
 
-    ``read`` takes the screen and returns the board or None; the board is returned. Raises TaskError when no
-    board showed in BOARD_WAITS screenshots.
+    ``read`` takes the screen and returns the board or None; the board is returned. When no board showed in
+    BOARD_WAITS screenshots the oracle gives up as an agent would, with a ``fail`` that says so, and None is
+    returned (the caller ends there). A one-channel adversary replaying the oracle may get there: its pointer
+    stays wherever the shell could not move it.
     """
     x, y, w, h = ctx.truth["window"]
     yield {"kind": "move", "x": x + w + POINTER_CLEARANCE, "y": y + h + POINTER_CLEARANCE}
@@ -151,7 +152,8 @@ def read_still_board(ctx: OracleContext, read: Callable[[np.ndarray], Any], task
         before = board
         yield {"kind": "wait", "seconds": 1}
     if board is None:
-        raise TaskError(f"{task_id} oracle: no whole board showed in the window at {ctx.truth['window']}")
+        yield {"kind": "fail", "reason": f"{task_id} oracle: no whole board showed in the window at "
+                                         f"{ctx.truth['window']}"}
     return board
 
 

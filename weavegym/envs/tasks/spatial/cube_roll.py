@@ -186,6 +186,8 @@ def read_board(screen: np.ndarray, window: list[int]) -> str | None:
 
 def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
     board = yield from read_still_board(ctx, lambda screen: read_board(screen, ctx.truth["window"]), TASK.id)
+    if board is None:
+        return
     # Read off the window, as an agent would: the truth's board is withheld.
     route = yield from solve_in_shell(ctx, shortest_route, board, answer_file="cube_route.txt", label="ROUTE",
                                       helpers=(roll,))

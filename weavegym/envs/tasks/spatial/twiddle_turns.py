@@ -217,20 +217,22 @@ def read_board(screen: np.ndarray, window: list[int]) -> str | None:
         if len(runs) != W:
             return None
         centres.append([int(start + (run[0] + run[-1]) // 2) for run in runs])
-    rows = []
-    for y in centres[1]:
-        tiles = []
-        for x in centres[0]:
-            digit, arrow = _read_digit(dark, x, y), _arrow(triangle, x, y)
-            if digit is None or arrow is None:
-                return None
-            tiles.append(digit + arrow)
-        rows.append(" ".join(tiles))
+    digits = [_read_digit(dark, x, y) for y in centres[1] for x in centres[0]]
+    arrows = [_arrow(triangle, x, y) for y in centres[1] for x in centres[0]]
+    missing = set(DIGITS) - set(digits)
+    if digits.count(None) == 1 and len(missing) == 1:  # the pointer on one number: the one not seen elsewhere
+        digits[digits.index(None)] = missing.pop()
+    if None in digits or None in arrows or len(set(digits)) != W * W:
+        return None
+    tiles = [f"{d}{a}" for d, a in zip(digits, arrows, strict=True)]
+    rows = [" ".join(tiles[row * W:(row + 1) * W]) for row in range(W)]
     return "/".join(rows)
 
 
 def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
     board = yield from read_still_board(ctx, lambda screen: read_board(screen, ctx.truth["window"]), TASK.id)
+    if board is None:
+        return
     # Read off the window, as an agent would: the truth's board is withheld.
     route = yield from solve_in_shell(ctx, fewest_turns, board, answer_file="twiddle_moves.txt", label="ROUTE",
                                       helpers=(turn,))
