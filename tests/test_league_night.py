@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from PIL import Image
+from puzzle_frames import blank_screen, screen_with
 
 from weavegym.core.deadline import wait_for
 from weavegym.envs.task import OracleContext
@@ -75,30 +75,18 @@ def test_the_test_boards_are_solvable_and_the_pick_skips_small_or_unsolvable_one
     assert ln.pick_board(["HPPOOOOOOOOOOOOOOOOOOOOOO", unsolvable, DESCS[1]]) == DESCS[1]
 
 
-DATA = Path(__file__).parent / "data"
-
-
-def _screen(name: str) -> np.ndarray:
-    """A full screen with the left part of a frame recorded in the VM (base image, openbox, sgt-pegs): the Pegs
-    window at PEGS_AT, or still where openbox first put it."""
-    screen = np.full((720, 1280, 3), (43, 58, 74), np.uint8)
-    part = np.asarray(Image.open(DATA / f"{name}.png").convert("RGB"))
-    screen[:part.shape[0], :part.shape[1]] = part
-    return screen
-
-
 def test_the_board_is_read_off_the_pegs_window_once_it_sits_where_the_scoreboard_moves_it() -> None:
-    desc, xs, ys = ln.read_board(_screen("pegs_round1_start"))  # type: ignore[misc]
+    desc, xs, ys = ln.read_board(screen_with("pegs_round1_start"))  # type: ignore[misc]
     assert board_text(desc) == "PPPPO/PPPPP/PHPPO/PPPPO/OOPOO"  # seed 0's first board, as the truth had it
     assert [round(x) for x in xs] == [73, 106, 139, 172, 205] and [round(y) for y in ys] == [117, 150, 183, 216, 249]
-    assert ln.read_board(_screen("pegs_round2_one_jump"))[0] == "POOOOPOHOOPPHPPOPPPPOOPPO"  # type: ignore[index]
+    assert ln.read_board(screen_with("pegs_round2_one_jump"))[0] == "POOOOPOHOOPPHPPOPPPPOOPPO"  # type: ignore[index]
     # Where openbox first maps it, the window is about to move: drags there would land on the desktop.
-    assert ln.read_board(_screen("pegs_round2_before_move")) is None
-    assert ln.read_board(np.full((720, 1280, 3), (43, 58, 74), np.uint8)) is None
+    assert ln.read_board(screen_with("pegs_round2_before_move")) is None
+    assert ln.read_board(blank_screen()) is None
 
 
 def test_a_board_whose_first_column_is_all_obstacles_keeps_its_columns() -> None:
-    screen = _screen("pegs_round1_start")
+    screen = screen_with("pegs_round1_start")
     yy, xx = np.mgrid[:720, :1280]
     for y in (117, 150, 183, 216, 249):  # paint column 0's pegs over with the window's background
         screen[(xx - 73) ** 2 + (yy - y) ** 2 <= 15 ** 2] = 213  # the drawing area's background
@@ -109,12 +97,12 @@ def test_a_board_whose_first_column_is_all_obstacles_keeps_its_columns() -> None
 def test_the_oracle_plays_the_board_it_reads_off_the_screen_not_the_truths() -> None:
     truth = ln.TASK.oracle_truth(TRUTH)
     assert "descs" not in truth
-    ctx = OracleContext({}, truth, (1280, 720), {"screen": _screen("pegs_round2_before_move"), "terminal": ""}, {})
+    ctx = OracleContext({}, truth, (1280, 720), {"screen": screen_with("pegs_round2_before_move"), "terminal": ""}, {})
     steps = ln.oracle(ctx)
     assert next(steps)["kind"] == "click"  # Start
     seen = [next(steps) for _ in range(3)]  # the window has not moved yet: only waits
     assert all(step["kind"] == "wait" for step in seen)
-    ctx.obs = {"screen": _screen("pegs_round1_start"), "terminal": ""}
+    ctx.obs = {"screen": screen_with("pegs_round1_start"), "terminal": ""}
     step = next(steps)
     while step["kind"] != "shell":
         step = next(steps)
