@@ -264,17 +264,11 @@ def _start_round(ctx: OracleContext) -> Generator[ActionLike, Any, tuple[str, li
         before = None
         for _ in range(WAITS):
             board = read_board((ctx.obs or {})["screen"])
-            if board is not None and board == before and placed(board[1:]):
+            if board is not None and board == before:
                 return board
             before = board
             yield {"kind": "wait", "seconds": 2}
     return None
-
-
-def placed(grid: tuple[list[float], list[float]]) -> bool:
-    """Whether the board is inside a window at PEGS_AT or further right and down (the scoreboard moves the
-    window there once it is mapped; until then the window manager's placement may show it elsewhere)."""
-    return grid[0][0] > PEGS_AT[0] + 16 and grid[1][0] > PEGS_AT[1] + 32
 
 
 def _record_round(ctx: OracleContext, number: int) -> Generator[ActionLike, Any, str]:

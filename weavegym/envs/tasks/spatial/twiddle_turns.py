@@ -13,6 +13,7 @@ through its Game > Save dialog (GUI).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 
@@ -165,7 +166,9 @@ DIGITS = {
 MAX_DIGIT_MISMATCH = 12  # of the box's 195 pixels
 
 
+@functools.cache
 def _digit_masks() -> dict[str, np.ndarray]:
+    """DIGITS as boolean masks, decoded once."""
     width, height = DIGIT_BOX
     return {d: np.array([int(b) for b in f"{int(h, 16):0{width * height}b}"], bool).reshape(height, width)
             for d, h in DIGITS.items()}
