@@ -237,7 +237,7 @@ def validate(
         err.print(f"{failed} of {total} task runs had a violation; flaky (mixed results): {', '.join(flaky) or 'none'}")
     if tasks_md is not None:
         command = f"`weavegym validate '{pattern}'" + (f" --profile {profile}" if profile else "") + \
-            f" --repeat {repeat}`"
+            f" --repeat {repeat}" + (" --prepared-states" if prepared_states else "") + "`"
         tasks_md.write_text(tasks_markdown(selected, reports, command=command))
     if failed:
         err.print(f"[red]{failed} of {total} task run(s) violate the suite's rules[/red]")
