@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from Xlib import XK, X
+from Xlib import XK, X, Xatom
 from Xlib import display as xdisplay
 
 from weavegym.guest_agent import input as input_mod
@@ -237,6 +237,35 @@ def test_spare_keycodes_survive_another_tool_rebinding_them(ic, td, xvfb) -> Non
         other.close()
         conn.close()
     assert _type_into_zenity(ic, td, xvfb, "ŵŷ ぁあ 你好 😀") == "ŵŷ ぁあ 你好 😀"
+
+
+@pytest.mark.parametrize(("action", "fresh"), [("type_text", "ⓐⓑⓒ"), ("key", "ⓓ")])
+def test_a_new_binding_reaches_the_client_before_the_key_it_bound(ic, td, win, action: str, fresh: str) -> None:
+    """A client that reads a MappingNotify and the press after it in one batch translates the press with the
+    keymap it still caches (Tk does: the keycode's previous character, or none). So the controller settles
+    between them: the focused window is pinged (here never answered, so the fallback pause follows) after the
+    last remap and before the first press of the keys it bound.
+
+    ``fresh``: characters no other test of this module types, so each needs a new binding.
+    """
+    ping = td.get_atom("_NET_WM_PING")
+    win.change_property(td.get_atom("WM_PROTOCOLS"), Xatom.ATOM, 32, [ping])
+    _drain(td)
+    getattr(ic, action)(fresh)
+    order: list[tuple[str, int]] = []
+    for e in _drain(td):
+        # count 1: our binding; the server's whole-keymap notice as the XTest keyboard takes over is not one
+        if e.type == X.MappingNotify and e.request == X.MappingKeyboard and e.count == 1:
+            order.append(("remap", e.first_keycode))
+        elif e.type == X.ClientMessage and e.data[1][0] == ping:
+            order.append(("ping", 0))
+        elif e.type == X.KeyPress:
+            order.append(("press", e.detail))
+    remaps = [i for i, (kind, _) in enumerate(order) if kind == "remap"]
+    presses = [i for i, (kind, _) in enumerate(order) if kind == "press"]
+    assert len(remaps) == len(fresh) and presses, order
+    assert ("ping", 0) in order[remaps[-1]:presses[0]], order
+    assert [chr(_keysym_of(td, kc) & 0xFFFFFF) for kind, kc in order if kind == "press"] == list(fresh)
 
 
 def test_repeated_characters_need_no_remap(ic, td) -> None:
