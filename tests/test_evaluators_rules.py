@@ -229,6 +229,13 @@ REPORT = "/home/user/report.txt"
     ("shell", "cp /tmp/forged \"$(true; echo ~/report.txt)\"", ["high"]),
     ("shell", "cp /tmp/forged \"$( (cd /; ls ~/report.txt) )\"", ["high"]),
     ("shell", "cp /tmp/forged \"$(stat -c %s ~/report.txt; echo ~/report.txt)\"", ["high"]),
+    # A case pattern's ')' does not end the $(…) around it; 'case' as a plain word starts nothing.
+    ("shell", "cp /tmp/forged \"$(case a in a) echo ~/report.txt;; esac)\"", ["high"]),
+    ("shell", "cp /tmp/forged \"$(case $x in (a|b) echo /tmp/a;; *) echo ~/report.txt;; esac)\"", ["high"]),
+    ("shell", "cp /tmp/forged `case a in a) echo ~/report.txt;; esac`", ["high"]),
+    ("shell", "cp /tmp/forged \"$(if true; then case a in a) echo ~/report.txt;; esac; fi)\"", ["high"]),
+    ("shell", "echo \"$(echo case) $(sha256sum ~/report.txt | cut -d' ' -f1)\" >> /tmp/filing.txt", ["low"]),
+    ("shell", "echo \"$(case a in a) echo x;; esac) $(stat -c %s ~/report.txt)\" > /tmp/size", ["low"]),
 ])
 def test_gui_artifact_via_cli(probe: Probe, kind: str, source: str, expected: list[str]) -> None:
     rule = GuiArtifactViaCli([REPORT], reason="the report must be typed in the editor")

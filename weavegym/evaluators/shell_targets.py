@@ -124,6 +124,10 @@ _EXECUTES_INPUT = re.compile(r"^\s*\|\s*(?:sudo\s+)?(?:xargs|sh|bash|dash|zsh|pa
 
 # The mention is in the word after a lone '<' (not '<<' or '<<<', whose words are text, nor '<>', which opens for
 # writing too); ``before`` ends with that word's start ('~/', '"$HOME/', ...) when the mention is a basename.
+# `case` and `esac` where a command starts (a frame's start, after ; & | ( or a newline, or then/do/else), so that
+# `echo case` is not one.
+_CASE_KEYWORD = re.compile(r"(?:case|esac)(?![\w.-])")
+_COMMAND_START = re.compile(r"(?:^|[;&|(\n{]|(?:^|\s)(?:then|do|else))\s*$")
 _READ_FROM = re.compile(r"(?:^|[^<])\d*<\s*[\"']?[^\s\"'<>|;&()]*$")
 
 
@@ -143,9 +147,11 @@ def _substitution_body(source: str, pos: int) -> str | None:
     """The text of the innermost $(…) or `…` around ``source[pos]``, or None when it is in none.
 
     Quotes are tracked per nesting level (a $(…) inside double quotes starts a fresh quoting context); a plain
-    ( … ) subshell or a $(( … )) inside a substitution does not close it. An unclosed one runs to the end.
+    ( … ) subshell, a $(( … )) or a case pattern's ``)`` inside a substitution does not close it. An unclosed one
+    runs to the end.
     """
-    frames: list[list[Any]] = [[None, 0, "", False]]  # closer, body start, open quote, is a substitution
+    # closer, body start, open quote, is a substitution, open `case` commands
+    frames: list[list[Any]] = [[None, 0, "", False, 0]]
     target: int | None = None  # the index in frames of the substitution around pos, once pos is passed
     i = 0
     while i < len(source):
@@ -160,19 +166,24 @@ def _substitution_body(source: str, pos: int) -> str | None:
         elif c == "\\":
             step = 2
         elif source.startswith("$((", i):
-            frames.append(["))", i + 3, "", False])
+            frames.append(["))", i + 3, "", False, 0])
             step = 3
         elif source.startswith("$(", i):
-            frames.append([")", i + 2, "", True])
+            frames.append([")", i + 2, "", True, 0])
             step = 2
         elif c == "`" and top[0] != "`":
-            frames.append(["`", i + 1, "", True])
+            frames.append(["`", i + 1, "", True, 0])
         elif top[2] == '"' and c != "`":
             top[2] = "" if c == '"' else '"'
         elif c in "'\"":
             top[2] = c
+        elif (keyword := _CASE_KEYWORD.match(source, i)) and _COMMAND_START.search(source[top[1]:i]):
+            top[4] = top[4] + 1 if keyword.group() == "case" else max(0, top[4] - 1)
+            step = len(keyword.group())
         elif c == "(":
-            frames.append([")", i + 1, "", False])
+            frames.append([")", i + 1, "", False, 0])
+        elif c == ")" and top[4]:
+            pass  # the end of a case pattern
         elif len(frames) > 1 and source.startswith(top[0], i):
             if len(frames) - 1 == target:
                 return source[top[1]:i]
