@@ -139,6 +139,41 @@ def test_setup_context_creates_user_owned_parents_and_launches_as_the_user(vm: L
     assert out.split()[:2] == ["user", ":0"] and LAUNCH_MARKER in out
 
 
+TK_ENTRY = """
+import sys, tkinter as tk
+out = open(sys.argv[1], "a", encoding="utf-8")
+root = tk.Tk(); root.title("weavegym-t-entry"); root.geometry("760x60+40+40")
+entry = tk.Entry(root, width=80); entry.pack(); entry.focus_set()
+def send(_event):
+    out.write(entry.get() + "\\n"); out.flush(); entry.delete(0, "end")
+entry.bind("<Return>", send)
+root.mainloop()
+"""
+
+
+def test_characters_outside_the_layout_reach_a_tk_entry_exactly(vm: LibvirtVM) -> None:
+    """Every line ends with characters bound to spare keycodes just before they are pressed (more of them than
+    the spare keycodes, so some are rebound). Tk answers no _NET_WM_PING, so only the controller's settle pause
+    keeps it from reading a press with its stale keymap: on a host Xvfb 3 lines in 60 came out wrong without it.
+    """
+    assert vm.client is not None
+    ctx = SetupContext(vm.client, "Weave-Test-1", seed=0, screen=(1280, 720))
+    ctx.write_file("/tmp/weavegym-t-entry.py", TK_ENTRY)
+    ctx.launch_gui("{as_user} python3 /tmp/weavegym-t-entry.py /tmp/weavegym-t-entry.txt", name="entry")
+    window = ctx.wait_window("^weavegym-t-entry$", timeout=90)
+    vm.client.activate_window(window.id)
+    vm.client.click(window.x + window.width // 2, window.y + 10)
+    lines = [f"line {i}: café, 東京 {chr(0x2600 + 3 * i)}{chr(0x2601 + 3 * i)}{chr(0x2602 + 3 * i)}" for i in range(40)]
+    for line in lines:
+        vm.client.type_text(line)
+        vm.client.key("Return")
+
+    def typed() -> list[str] | None:
+        got = vm.client.exec("cat /tmp/weavegym-t-entry.txt").stdout.splitlines()
+        return got if len(got) >= len(lines) else None
+    assert wait_for(typed, 60, what="the typed lines") == lines
+
+
 def test_reset_removes_files_and_windows(vm: LibvirtVM) -> None:
     assert vm.client is not None
     vm.client.exec("echo before > /home/user/before-reset.txt", user="user")
