@@ -143,6 +143,7 @@ test-full: image image-full
 # VALIDATE_WORKERS tasks run at once, one VM each: 2 suits a 2-core host.
 # VALIDATE_FLAGS=--prepared-states makes each task's first reset restore the host's booted desktop instead of
 # booting a VM (about 100 s less per task here; the first-reset column then measures a restore).
+# VALIDATE_FLAGS=--resume goes on from the runs the JSON file already holds for this seed and this package source.
 VALIDATE_REPEAT ?= 3
 VALIDATE_WORKERS ?= 2
 VALIDATE_FLAGS ?=

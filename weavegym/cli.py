@@ -18,6 +18,7 @@ from weavegym.core.errors import WeaveGymError
 from weavegym.core.paths import default_cache_dir
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from concurrent.futures import ProcessPoolExecutor
     from multiprocessing.process import BaseProcess
 
@@ -205,28 +206,52 @@ def validate(
     prepared_states: bool = typer.Option(False, help="Envs restore the host's prepared states (no boot per task)."),
     record: Path | None = typer.Option(None, help="Write every run's episode (frames, steps, evaluation) under "
                                        "this folder, as `weavegym run --out` does: `weavegym report` shows them."),
+    resume: bool = typer.Option(False, help="Keep the finished task runs the --json file holds for this seed and "
+                                "this code, and run only the rest (a suite run cut short goes on where it stopped; "
+                                "runs made by other code, or that ended in an env error, run again)."),
 ) -> None:
     """Per task: the oracle must score 1.0, doing nothing 0, and the cli-only, gui-only and forger adversaries
     must each stay below the pass threshold (tasks with infeasible variants: on a seed of each kind, with the
     quitter and the fabricator too)."""
-    from weavegym.envs.tasks import match_tasks
+    from weavegym.envs.tasks import get_task, match_tasks
     from weavegym.ops.suite_report import flake_rate, task_stats, tasks_markdown
     from weavegym.ops.validation import run_count
+    from weavegym.ops.validation_resume import Carried, Job, carry_over, code_digest, in_job_order, stamp
 
     selected = [t for t in match_tasks(pattern) if profile is None or t.profile == profile]
     if not selected:
         err.print(f"[red]no task matches {pattern!r}" + (f" with profile {profile!r}" if profile else "") + "[/red]")
         raise typer.Exit(2)
+    if resume and json_out is None:
+        err.print("[red]--resume needs --json: the file that holds the runs to keep[/red]")
+        raise typer.Exit(2)
     if json_out is not None:
         json_out.parent.mkdir(parents=True, exist_ok=True)
+    jobs = [(k, task.id) for k in range(repeat) for task in selected]
+    code = code_digest()
+    carried = carry_over(json_out, jobs, seed, code) if resume and json_out is not None else Carried({})
+    if resume and json_out is not None:
+        err.print(carried.summary(json_out))
+    finished: dict[Job, dict[str, object]] = dict(carried.kept)
+
+    def save(job: Job, report: dict[str, object]) -> None:
+        """Keep the report; the file is rewritten as runs finish, so a long suite run keeps what it measured."""
+        finished[job] = stamp(report, seed, code)
+        if json_out is not None:
+            json_out.write_text(json.dumps(in_job_order(jobs, finished), indent=2))
+
+    todo = [job for job in jobs if job not in finished]
     columns = (TextColumn("{task.description:<40}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=err) as bar:
         overall = bar.add_task("runs", total=repeat * sum(run_count(task) for task in selected))
-        jobs = [(k, task.id) for k in range(repeat) for task in selected]
+        bar.update(overall, advance=sum(run_count(get_task(task_id)) for _k, task_id in carried.kept))
         if workers == 1:
-            reports = _validate_serially(jobs, seed, bar, overall, json_out, prepared_states, record)
-        else:
-            reports = _validate_in_parallel(jobs, seed, workers, bar, overall, json_out, prepared_states, record)
+            _validate_serially(todo, seed, bar, overall, save, prepared_states, record)
+        elif todo:
+            _validate_in_parallel(todo, seed, workers, bar, overall, save, prepared_states, record)
+    reports = in_job_order(jobs, finished)
+    if json_out is not None:  # also when nothing was left to run: the file then holds this run's jobs only
+        json_out.write_text(json.dumps(reports, indent=2))
     if record is not None:
         err.print(f"episodes: {record} (`weavegym report {record}`)")
     _print_validation(reports, title=f"weavegym validate {pattern} (seed {seed})")
@@ -245,15 +270,14 @@ def validate(
 
 
 def _validate_serially(jobs: list[tuple[int, str]], seed: int, bar: Progress, overall: TaskID,
-                       json_out: Path | None, prepared_states: bool, record: Path | None
-                       ) -> list[dict[str, object]]:
-    """One task after the other in this process; the bar advances with every run."""
+                       save: Callable[[tuple[int, str], dict[str, object]], None], prepared_states: bool,
+                       record: Path | None) -> None:
+    """One task after the other in this process; the bar advances with every run, ``save`` gets each report."""
     from dataclasses import asdict
 
     from weavegym.envs.tasks import get_task
     from weavegym.ops.validation import validate_task
 
-    reports: list[dict[str, object]] = []
     for k, task_id in jobs:
         bar.update(overall, description=f"{task_id} (boot, setup) #{k + 1}")
 
@@ -262,19 +286,16 @@ def _validate_serially(jobs: list[tuple[int, str]], seed: int, bar: Progress, ov
 
         report = validate_task(get_task(task_id), seed=seed, on_run=advance, prepared_states=prepared_states,
                                record=record, repeat=k)
-        reports.append(asdict(report) | {"violations": report.violations(), "repeat": k})
-        if json_out is not None:  # written as it goes: a long suite run keeps what it measured
-            json_out.write_text(json.dumps(reports, indent=2))
-    return reports
+        save((k, task_id), asdict(report) | {"violations": report.violations(), "repeat": k})
 
 
 def _validate_in_parallel(jobs: list[tuple[int, str]], seed: int, workers: int, bar: Progress, overall: TaskID,
-                          json_out: Path | None, prepared_states: bool, record: Path | None
-                          ) -> list[dict[str, object]]:
+                          save: Callable[[tuple[int, str], dict[str, object]], None], prepared_states: bool,
+                          record: Path | None) -> None:
     """Tasks over ``workers`` spawned processes (one VM each); the bar advances as tasks finish.
 
-    The report keeps the serial order (repeat, then suite order) whatever order the tasks finish in, so
-    the JSON and TASKS.md do not depend on the number of workers.
+    ``save`` gets each report as its task finishes; it keeps the serial order (repeat, then suite order), so the
+    JSON and TASKS.md do not depend on the number of workers.
     """
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -282,7 +303,6 @@ def _validate_in_parallel(jobs: list[tuple[int, str]], seed: int, workers: int, 
     from weavegym.envs.tasks import get_task
     from weavegym.ops.validation import run_count, validate_by_id
 
-    done: dict[int, dict[str, object]] = {}
     spawn = mp.get_context("spawn")  # a fresh interpreter per worker: no inherited gRPC or libvirt state
     pool = ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=spawn, initializer=_unwind_on_sigterm,
                                initargs=(os.getpid(),))
@@ -294,20 +314,18 @@ def _validate_in_parallel(jobs: list[tuple[int, str]], seed: int, workers: int, 
             i = futures[future]
             k, task_id = jobs[i]
             try:
-                done[i] = future.result()
+                report = future.result()
             except Exception as exc:  # the worker process itself died (OOM kill, segfault): that task's error
-                done[i] = {"task_id": task_id, "pass_threshold": get_task(task_id).pass_threshold, "results": {},
-                           "repeat": k,
-                           "error": f"worker failed: {type(exc).__name__}: {exc}",
-                           "violations": [f"error: worker failed: {type(exc).__name__}: {exc}"]}
+                report = {"task_id": task_id, "pass_threshold": get_task(task_id).pass_threshold, "results": {},
+                          "repeat": k,
+                          "error": f"worker failed: {type(exc).__name__}: {exc}",
+                          "violations": [f"error: worker failed: {type(exc).__name__}: {exc}"]}
+            save((k, task_id), report)
             bar.update(overall, advance=run_count(get_task(task_id)), description=f"{task_id} #{k + 1} done")
-            if json_out is not None:
-                json_out.write_text(json.dumps([done[j] for j in sorted(done)], indent=2))
     except BaseException:  # Ctrl-C or SIGTERM: stop the workers now, not after their tasks (minutes each)
         _stop_workers(pool, mp.active_children())
         raise
     pool.shutdown()
-    return [done[i] for i in sorted(done)]
 
 
 @app.command()
