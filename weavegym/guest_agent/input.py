@@ -307,7 +307,7 @@ class InputController:
         new one. After it: a client that reads the new press in the same batch as the MappingNotify translates it
         with the keymap it still caches (Tk reads a whole batch before handling any of it) and types the keycode's
         previous character or nothing; measured on a host Xvfb with a Tk entry: 3 wrong strings in 60 without
-        this wait, 0 in 100 with it. A client answers _NET_WM_PING only after the events queued before it; one
+        this wait, none in 150 with it. A client answers _NET_WM_PING only after the events queued before it; one
         without the protocol (Tk) gets a short fixed pause instead.
         """
         d.sync()
