@@ -19,6 +19,7 @@ from weavegym.envs.actions import KINDS, Action, parse_action
 from weavegym.envs.space_layout import action_space
 from weavegym.envs.task import OracleContext
 from weavegym.envs.tasks import get_task
+from weavegym.envs.tasks.devops import inventory_service
 
 SCREEN = (320, 200)
 
@@ -129,24 +130,36 @@ def test_noop_is_done_at_once() -> None:
 
 
 # -- oracle ----------------------------------------------------------------------------------------
-TRUTH = {"port": 8123, "build": "build-4242", "data_file": "/home/weave/inventory/stock.json",
-         "window": [100, 40, 200, 120]}
+TRUTH = {"port": 8123, "window": [100, 40, 200, 120]}  # all Weave-DevOps-1's oracle gets: the rest is withheld
 
 
 def test_oracle_replays_the_task_oracle_then_says_done() -> None:
+    """The oracle takes the data file and the build from what its shell steps printed, then says done for good."""
     ctx = OracleContext({"port": 8123}, TRUTH, SCREEN, _obs(), {})
     agent = OracleAgent()
     agent.start(_episode(oracle_context=ctx))
-    actions = _run(agent, 9)
+    listing = f"FATAL: cannot open {inventory_service.APP}/stokc.json\nDATA FILES\n{inventory_service.APP}/stock.json\n"
+    actions = [agent.act(_obs(), {}), agent.act(_obs(listing, 0), {}), agent.act(_obs("build-4242.9f3a\n", 0), {}),
+               *_run(agent, 6)]
     parsed = [parse_action(a, SCREEN) for a in actions]
     assert [p.kind for p in parsed] == ["shell", "shell", "click", "type", "key", "shell", "done", "done", "done"]
     assert "tail" in parsed[0].command and "server.log" in parsed[0].command
-    assert TRUTH["data_file"] in parsed[1].command and "8123" in parsed[1].command
+    assert f"file = {inventory_service.APP}/stock.json|" in parsed[1].command and "8123" in parsed[1].command
     assert (parsed[2].x, parsed[2].y) == (200, 100)  # the middle of the deploy console window
-    assert parsed[3].text == "build-4242"  # the terminal never showed a running build: the truth's prefix
+    assert parsed[3].text == "build-4242.9f3a"  # what the restarted service reported
     assert parsed[4].keys == "Return"
     assert "pgrep -x zenity" in parsed[5].command
     assert agent.transcript() is None
+
+
+@pytest.mark.parametrize("listing", ["DATA FILES\n",
+                                     "DATA FILES\n/home/user/inventory/a.json\n/home/user/inventory/b.json\n"])
+def test_the_oracle_fails_rather_than_guess_when_its_shell_shows_no_single_data_file(listing: str) -> None:
+    ctx = OracleContext({"port": 8123}, TRUTH, SCREEN, _obs(), {})
+    agent = OracleAgent()
+    agent.start(_episode(oracle_context=ctx))
+    agent.act(_obs(), {})
+    assert agent.act(_obs(listing.replace("/home/user/inventory", inventory_service.APP), 0), {})["kind"] == "fail"
 
 
 def test_oracle_matches_a_fresh_run_of_the_same_oracle() -> None:

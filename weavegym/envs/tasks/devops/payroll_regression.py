@@ -10,6 +10,7 @@ the GUI can file it.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -215,15 +216,31 @@ def check_report(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
                          f"(expected {total:.2f})")
 
 
+# The job's own program is the bisect test: it exits non-zero once a commit breaks it.
+FIND_CULPRIT = ("cd ~/payroll && git bisect start HEAD $(git rev-list --max-parents=0 HEAD) >/dev/null && "
+                "git bisect run sh -c 'python3 payroll.py >/dev/null 2>&1' | grep 'is the first bad commit'; "
+                "git bisect reset >/dev/null 2>&1; echo NEWEST-FIRST; git log --format=%H")
+FIRST_BAD = re.compile(r"\b([0-9a-f]{40}) is the first bad commit")
+
+
 def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
-    culprit = ctx.truth["culprit"]
+    """Bisect the history with the job itself as the test; the dialog lists the commits newest first, as git log
+    does, so the culprit's row is its place in that list. Nothing about the culprit comes from the truth."""
     yield {"kind": "shell", "command": "cd ~/payroll && tail -n 12 logs/nightly.log && git log --oneline | head -20"}
+    yield {"kind": "shell", "command": FIND_CULPRIT, "timeout": 180}
+    terminal = (ctx.obs or {}).get("terminal", "")
+    found = FIRST_BAD.search(terminal)
+    history = re.findall(r"^[0-9a-f]{40}$", terminal.partition("NEWEST-FIRST")[2], flags=re.M)
+    if found is None or found[1] not in history:  # e.g. a desktop terminal, which cannot write the repository
+        yield {"kind": "fail", "reason": "git bisect named no culprit"}
+        return
+    culprit = found[1]
     yield {"kind": "shell", "command": f"git revert --no-edit {culprit[:7]} && ./run_nightly.sh && tail -n 2 "
                                        "logs/nightly.log && cat out/payroll.csv"}
     x, y, w, h = ctx.truth["window"]
     yield {"kind": "click", "x": x + w // 2, "y": y + h - 90}  # blank space under the rows: focuses the list
     yield {"kind": "key", "keys": "Home"}
-    for _ in range(ctx.truth["row"]):
+    for _ in range(history.index(culprit)):
         yield {"kind": "key", "keys": "Down"}
     yield {"kind": "key", "keys": "Return"}
     yield await_dialog_exit()
@@ -256,6 +273,7 @@ TASK = Task(
         Deliverable(REPORT, "cli", description="out/payroll.csv from the rerun job"),
     ),
     oracle=oracle,
+    withheld=("culprit", "tip", "row", "file", "good", "bad", "gross"),
     apps=("git", "gitk", "zenity", "python3"),
     max_steps=40,
     time_budget_s=900.0,
