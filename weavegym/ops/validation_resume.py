@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import weavegym
 from weavegym.core.errors import WeaveGymError
 
 Job = tuple[int, str]  # (repeat, task id)
+PACKAGE = Path(__file__).resolve().parents[1]  # weavegym/
 
 
 def code_digest(root: Path | None = None) -> str:
@@ -27,7 +27,7 @@ def code_digest(root: Path | None = None) -> str:
 
     Documentation, tests and TASKS.md lie outside the package, so editing them does not end a resumable run.
     """
-    base = root or Path(weavegym.__file__).parent
+    base = root or PACKAGE
     digest = hashlib.sha256()
     for path in sorted(p for p in base.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
         if path.suffix in (".pyc", ".pyo"):
