@@ -78,6 +78,60 @@ def test_gc_finds_the_states_of_removed_images_and_dead_builders(tmp_path: Path)
                                                            states / "base-removed"])
 
 
+def _publish(store: PreparedStore, name: str, size: int, used_at: float) -> None:
+    with store.building(name, 5) as build:
+        _fill(build.staging)
+        (build.staging / RAM_FILE).write_bytes(os.urandom(size))  # random: no filesystem stores it smaller
+        build.publish(b"", {})
+    store.hold(name).release()  # a use at ``used_at``: eviction ranks by the use file's time
+    os.utime(store.root / f".{name}.use", (used_at, used_at))
+
+
+def _hold_in_another_process(root: str, name: str, held: multiprocessing.synchronize.Event,
+                             done: multiprocessing.synchronize.Event) -> None:
+    hold = PreparedStore(Path(root)).hold(name)
+    held.set()
+    done.wait(30)
+    hold.release()
+
+
+def test_a_new_state_makes_room_by_removing_the_least_recently_used_unheld_ones(tmp_path: Path) -> None:
+    """Every task variant an env plays leaves a state behind (about 1 GiB): the store stays within max_bytes,
+    removing the oldest-used first, but never the booted desktop, a state a VM holds, or one being built."""
+    mib, slack = 1 << 20, 1 << 16  # slack: each state's small files (device state, disk, meta)
+    store = PreparedStore(tmp_path / "states", min_free_bytes=mib, max_bytes=4 * mib + slack)
+    _publish(store, "ready", 3 * mib, used_at=100)  # the oldest, and the largest: still never removed
+    for i, name in enumerate(("task-a", "task-b", "task-c")):
+        _publish(store, name, mib, used_at=200 + i)
+    assert store.names() == ["ready", "task-a", "task-b", "task-c"]
+    ctx = multiprocessing.get_context("fork")
+    held, done = ctx.Event(), ctx.Event()
+    holder = ctx.Process(target=_hold_in_another_process, args=(str(store.root), "task-a", held, done))
+    holder.start()
+    try:
+        assert held.wait(20)
+        # 3 MiB of task states and 1 MiB more to come fit in 4 MiB: nothing goes.
+        assert store.make_room(mib) == []
+        # Two more MiB: task-a is the least recently used but a VM holds it, so b and c go.
+        assert store.make_room(3 * mib) == ["task-b", "task-c"]
+        assert store.names() == ["ready", "task-a"]
+    finally:
+        done.set()
+        holder.join(20)
+    _publish(store, "task-d", mib, used_at=300)
+    own = store.hold("task-d")  # this process's own hold protects it too
+    bigger = PreparedStore(store.root, min_free_bytes=3 * mib, max_bytes=store.max_bytes)  # expects 3 MiB states
+    with bigger.building("task-e", 5) as build:  # building makes room for itself: task-a, no longer held, goes
+        assert store.names() == ["ready", "task-d"]
+        _fill(build.staging)
+        build.publish(b"", {})
+    own.release()
+    assert store.names() == ["ready", "task-d", "task-e"]
+    assert not list(store.root.glob(".*evicted*")) and not list(store.root.glob(".*staging*"))
+    assert PreparedStore(tmp_path / "states").make_room(1 << 40) == []  # no max_bytes: no bound
+    assert store.hold("task-e") is not None and store.find("task-e") is not None
+
+
 def _build_slowly(root: str, started: multiprocessing.synchronize.Event) -> None:
     store = PreparedStore(Path(root))
     with store.building("ready", 30) as build:
@@ -216,6 +270,11 @@ def test_an_env_plays_a_variant_that_another_env_set_up(states_cache: Path) -> N
         assert info["snapshot"] == "cached", "the second env must load the first one's state, not set it up"
         assert player.prepared is not None and player.prepared.truth == truth
         assert "last_setup_s" not in player.backend.timings
+        # The player's VM holds the variant it runs from: a store bounded to nothing cannot remove it, since
+        # every reset of the episode below restores it again.
+        shape = next(p for p in (states_cache / "states").glob("*/*") if p.is_dir())
+        assert [n for n in PreparedStore(shape).names() if n != "ready"] != []
+        assert PreparedStore(shape, max_bytes=0).make_room(0) == []
         result = run_policy(player, "oracle", get_task(task_id).oracle, seed=3)
         assert result.action_errors == [] and result.score == 1.0, result.evaluation
     finally:

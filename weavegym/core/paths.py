@@ -10,6 +10,7 @@ from weavegym.core.errors import HostSetupError
 
 DEFAULT_BOOT_TIMEOUT_S = 300.0
 DEFAULT_RESET_TIMEOUT_S = 60.0
+DEFAULT_STATES_MAX_GB = 24.0
 
 
 def default_cache_dir() -> Path:
@@ -33,6 +34,20 @@ def default_reset_timeout() -> float:
     """``$WEAVEGYM_RESET_TIMEOUT_S``, else 60 s: how long the agent may take to answer after a snapshot restore
     (about 1 s idle; six VMs at once on two cores here took over 60 s)."""
     return _seconds_from_env("WEAVEGYM_RESET_TIMEOUT_S", DEFAULT_RESET_TIMEOUT_S)
+
+
+def default_states_max_bytes() -> int:
+    """``$WEAVEGYM_STATES_MAX_GB``, else 24: how much disk the prepared task states of one image and machine shape
+    may take before the least recently used ones are removed (about 1 GiB each; a prepared-states validation of
+    all 60 tasks would otherwise leave 60 of them behind)."""
+    raw = os.environ.get("WEAVEGYM_STATES_MAX_GB", "")
+    try:
+        value = float(raw) if raw.strip() else DEFAULT_STATES_MAX_GB
+    except ValueError:
+        raise HostSetupError(f"WEAVEGYM_STATES_MAX_GB={raw!r} is not a number of GiB") from None
+    if not 0 <= value < 1 << 20:
+        raise HostSetupError(f"WEAVEGYM_STATES_MAX_GB={raw!r} must be 0 or more")
+    return int(value * (1 << 30))
 
 
 def _seconds_from_env(name: str, default: float) -> float:

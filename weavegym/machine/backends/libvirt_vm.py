@@ -30,7 +30,12 @@ from weavegym.core.deadline import wait_for
 from weavegym.core.errors import AgentError, BackendError, HostSetupError, SnapshotError, VMStartError
 from weavegym.core.extras import missing_extra
 from weavegym.core.guest_layout import WORKSPACE_USER
-from weavegym.core.paths import default_boot_timeout, default_cache_dir, default_reset_timeout
+from weavegym.core.paths import (
+    default_boot_timeout,
+    default_cache_dir,
+    default_reset_timeout,
+    default_states_max_bytes,
+)
 from weavegym.guest_agent.auth import TlsIdentity
 from weavegym.guest_agent.relay import Relay, tcp_listener, vsock_connector
 from weavegym.machine.agent_identity import new_agent_identity
@@ -41,8 +46,10 @@ from weavegym.machine.backends.prepared_states import (
     DEVICE_STATE,
     DISK,
     RAM_FILE,
+    READY,
     PreparedStore,
     StateBuild,
+    StateHold,
     machine_shape,
 )
 from weavegym.machine.backends.qemu_host import (
@@ -68,7 +75,7 @@ try:
 except ModuleNotFoundError as _missing:  # an optional extra (core/extras.py)
     raise missing_extra(_missing) from None
 
-READY_SNAPSHOT = "ready"
+READY_SNAPSHOT = READY  # the booted desktop: the one prepared state never removed to make room
 IDENTITY_FILE_BYTES = 4096  # the agent's key and certificate, padded (see _allocate)
 libvirt.registerErrorHandler(lambda _ctx, _err: None, None)  # errors arrive as exceptions; no stderr noise
 
@@ -94,6 +101,9 @@ class LibvirtConfig:
     # this image and shape on this host shares: a new VM restores in seconds instead of a cold boot, its RAM
     # is shared copy-on-write, and any env reuses a task variant another one set up. Local libvirt only.
     prepared_states: bool = False
+    # What the task states of one image and shape may take on disk; the least recently used go first
+    # ($WEAVEGYM_STATES_MAX_GB, else 24 GiB).
+    states_max_bytes: int = field(default_factory=default_states_max_bytes)
 
     def resolved_uri(self) -> str:
         return self.uri or ("qemu:///system" if os.geteuid() == 0 else "qemu:///session")
@@ -165,6 +175,7 @@ class LibvirtVM:
         self._host = _HostState()  # the QEMU host, its run dir and our port locks: what teardown releases
         self._relay: Relay | None = None
         self._store: PreparedStore | None = None  # with LibvirtConfig.prepared_states, once the image is known
+        self._state_hold: StateHold | None = None  # the prepared state this VM runs from: not to be removed
         self._image_paths = ImagePaths("", "", "")
         self._last_frame = b""
         self._wm_manages_windows = False
@@ -215,7 +226,7 @@ class LibvirtVM:
                     raise HostSetupError("prepared_states needs a local libvirt (its states are files on this host)")
                 self._store = PreparedStore(self.config.cache_dir / "states" / self.image.name / machine_shape(
                     self.config.memory_mib, self.config.vcpus, self.config.screen),
-                    min_free_bytes=(self.config.memory_mib + 1024) << 20)
+                    min_free_bytes=(self.config.memory_mib + 1024) << 20, max_bytes=self.config.states_max_bytes)
             self._conn = connect(self.config.resolved_uri())
             self._host.host = self._open_qemu_host()
             self._check_disk_space()
@@ -334,7 +345,11 @@ class LibvirtVM:
     def find_snapshot(self, name: str) -> bytes | None:
         """The payload saved with prepared state ``name``, or None if this host has no such state."""
         state = self._store.find(name) if self._store is not None else None
-        return None if state is None else state.payload()
+        if state is None:
+            return None
+        assert self._store is not None
+        self._store.note_use(name)  # the most recently used now: the last a builder elsewhere would remove
+        return state.payload()
 
     def make_snapshot(self, name: str, base: str, setup: Callable[[], bytes]) -> bytes:
         """Start from ``base``, run ``setup`` and keep the result as snapshot ``name`` with setup's payload.
@@ -382,9 +397,14 @@ class LibvirtVM:
         copy-on-write (or, ``into`` a state being built, copied there and written through), its device
         state loaded. This VM's own token and TLS key reach the agent by fw_cfg, which it reads live."""
         assert self._store is not None and self._spec is not None and self._host.host is not None
+        hold = self._store.hold(name)  # before looking: a state found unheld could be removed under us
         state = self._store.find(name)
         if state is None:
+            hold.release()
             raise SnapshotError(f"no prepared state {name!r} in {self._store.root}")
+        previous, self._state_hold = self._state_hold, hold
+        if previous is not None:
+            previous.release()
         start = time.monotonic()
         self._reattach()  # libvirtd may have restarted since the last call
         self._destroy_domain()
@@ -447,6 +467,8 @@ class LibvirtVM:
         self._closed = True
         if self.client is not None:
             self.client.close()
+        if self._state_hold is not None:
+            self._state_hold.release()
         if self._relay is not None:
             self._relay.stop()
         self._domain = None

@@ -13,6 +13,11 @@ Two processes never build one state twice: building holds an exclusive ``flock``
 and a builder that got the lock first checks whether another process published the state meanwhile. A
 state is built in a staging folder and published by one ``rename``, so a half-built one is never used.
 The folder is root's (or the user's) alone: the RAM image holds what the preparing guest held in memory.
+
+The states other than the booted desktop are bounded (``max_bytes``): every task variant an env plays leaves
+one behind (about 1 GiB), so before a new one is built the least recently used are removed, passing by those
+a VM holds (it restored one, maps its RAM, backs its disk on it and restores it again at every reset: a
+shared ``flock`` on the state's use file) and those being built.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ DEVICE_STATE = "device.state"
 DISK = "disk.qcow2"
 PAYLOAD = "payload.bin"
 META = "meta.json"
+READY = "ready"  # the booted desktop every other state starts from: never removed to make room
 
 
 @dataclass(frozen=True)
@@ -68,14 +74,93 @@ def machine_shape(memory_mib: int, vcpus: int, screen: tuple[int, int]) -> str:
     return f"{memory_mib}m-{vcpus}c-{screen[0]}x{screen[1]}"
 
 
+class StateHold:
+    """A VM's claim on the state it runs from; released when it moves on to another state or closes."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd: int | None = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # closing the descriptor drops its flock
+            self._fd = None
+
+
 class PreparedStore:
     """The states of one image and machine shape, under ``root`` (one folder per state)."""
 
-    def __init__(self, root: Path, min_free_bytes: int = 0) -> None:
+    def __init__(self, root: Path, min_free_bytes: int = 0, max_bytes: int | None = None) -> None:
         """``min_free_bytes``: refuse to start a build with less free space than that under ``root`` (a state
-        holds the guest's touched RAM, up to its whole memory size)."""
+        holds the guest's touched RAM, up to its whole memory size); it is also what a new state is expected to
+        take. ``max_bytes``: what the states other than READY may take together, the new one included (None: no
+        bound)."""
         self.root = root
         self.min_free_bytes = min_free_bytes
+        self.max_bytes = max_bytes
+
+    def hold(self, name: str) -> StateHold:
+        """Claim ``name`` for a VM that restores it (taken before the restore, so that it cannot be removed in
+        between); the claim also records the use that eviction ranks by."""
+        self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        path = self._use_file(name)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH)  # waits only while an evictor decides (it never blocks holding this)
+            os.utime(fd)
+        except BaseException:
+            os.close(fd)
+            raise
+        return StateHold(fd)
+
+    def note_use(self, name: str) -> None:
+        """Record a use of ``name`` without holding it (an env that found it is about to restore it)."""
+        self.hold(name).release()
+
+    def make_room(self, need: int) -> list[str]:
+        """Remove the least recently used states that nobody holds or builds until the others and ``need`` more
+        bytes fit in ``max_bytes``; returns the names removed (fewer, or none, if the rest are in use)."""
+        if self.max_bytes is None:
+            return []
+        sizes = {name: _disk_usage(self._folder(name)) for name in self.names() if name != READY}
+        total = sum(sizes.values())
+        removed: list[str] = []
+        for name in sorted(sizes, key=self._last_used):
+            if total + need <= self.max_bytes:
+                break
+            if self._remove_unless_busy(name):
+                total -= sizes[name]
+                removed.append(name)
+        return removed
+
+    def _use_file(self, name: str) -> Path:
+        return self.root / f".{self._folder(name).name}.use"
+
+    def _last_used(self, name: str) -> float:
+        for path in (self._use_file(name), self._folder(name) / META):
+            with contextlib.suppress(FileNotFoundError):
+                return path.stat().st_mtime
+        return 0.0
+
+    def _remove_unless_busy(self, name: str) -> bool:
+        """Remove ``name`` if no VM holds it (this process's own holds count) and no process is building it."""
+        locks: list[int] = []
+        try:
+            for path in (self._use_file(name), self.root / f".{name}.lock"):
+                locks.append(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+                try:
+                    fcntl.flock(locks[-1], fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    return False
+            doomed = self.root / f".{name}.evicted-{os.getpid()}"
+            try:
+                self._folder(name).rename(doomed)  # one step: find() no longer sees it
+            except FileNotFoundError:
+                return False
+            shutil.rmtree(doomed, ignore_errors=True)
+            return True
+        finally:
+            for fd in locks:
+                os.close(fd)
 
     def _folder(self, name: str) -> Path:
         if not name or "/" in name or name.startswith("."):
@@ -117,6 +202,7 @@ class StateBuild:
         self.existing = store.find(name)
         self.staging = store.root / f".{name}.staging-{os.getpid()}"
         if self.existing is None:
+            store.make_room(store.min_free_bytes)
             free = shutil.disk_usage(store.root).free
             if free < store.min_free_bytes:
                 raise SnapshotError(
@@ -138,6 +224,11 @@ class StateBuild:
         self.staging.rename(final)
         self.existing = PreparedState(self.name, final)
         return self.existing
+
+
+def _disk_usage(folder: Path) -> int:
+    """Bytes the folder's files take on disk (the RAM file is sparse: its size says little)."""
+    return sum(p.stat().st_blocks * 512 for p in folder.iterdir() if p.is_file()) if folder.is_dir() else 0
 
 
 def _lock_within(fd: int, timeout_s: float, name: str) -> None:
@@ -167,7 +258,7 @@ def code_hash(*paths: Path) -> str:
 
 def stale_states(states_root: Path, images_root: Path) -> list[Path]:
     """What `weavegym gc` may remove under ``states_root``: the states of images no longer in ``images_root``,
-    and staging folders whose builder (the pid in the name) is dead."""
+    and the staging or half-removed folders of processes (the pid in the name) that are dead."""
     stale: list[Path] = []
     if not states_root.is_dir():
         return stale
@@ -175,7 +266,7 @@ def stale_states(states_root: Path, images_root: Path) -> list[Path]:
         if not (images_root / image_folder.name).is_dir():
             stale.append(image_folder)
             continue
-        for staging in image_folder.glob("*/.*.staging-*"):
+        for staging in [*image_folder.glob("*/.*.staging-*"), *image_folder.glob("*/.*.evicted-*")]:
             pid = staging.name.rsplit("-", 1)[1]
             if pid.isdigit() and not Path(f"/proc/{pid}").exists():
                 stale.append(staging)
