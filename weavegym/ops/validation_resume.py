@@ -9,7 +9,6 @@ another seed) is run again, never mixed in.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from weavegym.core.errors import WeaveGymError
+from weavegym.machine.backends.prepared_states import code_hash
 
 Job = tuple[int, str]  # (repeat, task id)
 PACKAGE = Path(__file__).resolve().parents[1]  # weavegym/
@@ -27,14 +27,7 @@ def code_digest(root: Path | None = None) -> str:
 
     Documentation, tests and TASKS.md lie outside the package, so editing them does not end a resumable run.
     """
-    base = root or PACKAGE
-    digest = hashlib.sha256()
-    for path in sorted(p for p in base.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
-        if path.suffix in (".pyc", ".pyo"):
-            continue
-        digest.update(str(path.relative_to(base)).encode() + b"\0")
-        digest.update(path.read_bytes() + b"\0")
-    return digest.hexdigest()[:12]
+    return code_hash(root or PACKAGE)
 
 
 def stamp(report: dict[str, Any], seed: int, code: str) -> dict[str, Any]:
