@@ -208,6 +208,70 @@ def test_the_oracle_is_denied_what_only_the_board_shows() -> None:
     assert set(sl.TASK.oracle_truth(truth)) == {"origin", "board_at", "browser", "tabs"}
 
 
+# ---- the oracle's saves under a slow CMS --------------------------------------------------------------------------
+
+BROWSER = (490, 0, 790, 720)
+ITEM = {"product": "P-1234", "market": "JP", "title": "x", "price": "9.95"}
+
+
+def _screen(receipt: str) -> np.ndarray:
+    """The browser with the CMS receipt: the paper box, and ``receipt`` drawn on it in the page's dot-matrix ink."""
+    image = np.zeros((720, 1280, 3), dtype=np.uint8)
+    left, top = BROWSER[0] + 40, 300
+    image[top:top + 60, left:left + 500] = sl.PAPER
+    x, y = left + sl.RECEIPT_TEXT[0], top + sl.RECEIPT_TEXT[1]
+    for x0, y0, x1, y1 in pixel_font.layout_text(receipt, x, y, sl.RECEIPT_SCALE):
+        image[y0:y1, x0:x1] = pixel_font.INK
+    return image
+
+
+def _drive_save(answers: Mapping[int, list[int]], last: int = 4000) -> tuple[int, int]:
+    """Run the oracle's ``_save`` against a CMS whose answers to the k-th submission land on the receipt after the
+    given numbers of the oracle's waits (each answer's revision is 4272 + 46 k): (its result, submissions sent)."""
+    ctx = sl.OracleContext(params={}, truth={"browser": list(BROWSER)}, screen=(1280, 720),
+                           obs={"screen": _screen("NO SAVE YET")})
+    drawn: list[tuple[int, str]] = []  # (after how many waits in all, receipt)
+    waits = submissions = 0
+    plan = sl._save(ctx, ITEM, last)
+    action = next(plan)
+    while True:
+        if action["kind"] == "type":
+            drawn += [(waits + delay, f"REVISION {4272 + 46 * submissions} P-1234 JP")
+                      for delay in answers.get(submissions, [])]
+            submissions += 1
+        elif action["kind"] == "wait":
+            waits += 1
+        shown = [text for at, text in sorted(drawn) if at <= waits]
+        ctx.obs = {"screen": _screen(shown[-1] if shown else "NO SAVE YET")}
+        try:
+            action = plan.send(ctx.obs)
+        except StopIteration as stop:
+            return stop.value, submissions
+
+
+def test_a_prompt_save_is_taken_at_once() -> None:
+    assert _drive_save({0: [1]}) == (4272, 1)
+
+
+def test_a_retried_save_whose_first_answer_was_only_slow_files_the_later_revision() -> None:
+    """Both submissions land (the first after the oracle gave up on it): the item's revision is the second's, as
+    the CMS's last save of it. The oracle once filed the first one it saw."""
+    late = sl.SAVE_WAITS + 2
+    assert _drive_save({0: [late], 1: [6]}) == (4272 + 46, 2)
+
+
+def test_a_retry_that_never_landed_keeps_the_answer_that_did_and_sends_no_third() -> None:
+    assert _drive_save({0: [sl.SAVE_WAITS + 2]}) == (4272, 2)
+
+
+def test_a_save_that_never_answers_gives_up_after_every_try() -> None:
+    assert _drive_save({}) == (0, sl.SAVE_TRIES)
+
+
+def test_an_older_revision_on_the_receipt_is_not_taken_for_this_save() -> None:
+    assert _drive_save({0: [1]}, last=4272) == (0, sl.SAVE_TRIES)
+
+
 # ---- the portal's revision numbers --------------------------------------------------------------------------------
 
 def _free_port() -> int:

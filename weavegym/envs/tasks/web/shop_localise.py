@@ -329,20 +329,47 @@ def _open_page(ctx: OracleContext, index: int) -> Generator[ActionLike, Any, lis
 
 
 def _save(ctx: OracleContext, item: Mapping[str, str], last: int) -> Generator[ActionLike, Any, int]:
-    """Type the item into the CMS form and save until the receipt shows a new revision of it: the revision (0 if
-    it never did)."""
-    x, y, w, _h = ctx.truth["browser"]
-    for _attempt in range(SAVE_TRIES):
-        bx, by = banner_point((ctx.obs or {})["screen"], ctx.truth["browser"]) or (x + w - 60, y + 140)
-        yield {"kind": "click", "x": bx, "y": by}  # the page's banner: the next Tab is the first field
-        yield {"kind": "key", "keys": "Tab"}
-        yield {"kind": "type", "text": f"{item['product']}\t{item['market']}\t{item['title']}\t{item['price']}\n"}
+    """Type the item into the CMS form and save until the receipt shows a new revision of it: the revision of its
+    latest save (0 if none showed).
+
+    A save retried because its receipt was slow may land twice, each answer drawn in turn; the item's revision is
+    then the later one, so after a retry the oracle waits for as many answers as it sent saves (or a quiet spell)
+    and keeps the highest."""
+    seen: set[int] = set()
+    for attempt in range(SAVE_TRIES):
+        yield from _submit(ctx, item)
         for _ in range(SAVE_WAITS):
-            found = RECEIPT.match(read_receipt((ctx.obs or {})["screen"], ctx.truth["browser"]))
-            if found and int(found.group(1)) > last and found.group(2, 3) == (item["product"], item["market"]):
-                return int(found.group(1))
+            seen |= _receipt_revisions(ctx, item, last)
+            if seen:
+                break
             yield {"kind": "wait", "seconds": 2}
+        if not seen:
+            continue
+        quiet = 0
+        while len(seen) <= attempt and quiet < SAVE_WAITS:  # an earlier save's answer: this one's may follow
+            yield {"kind": "wait", "seconds": 2}
+            more = _receipt_revisions(ctx, item, last) - seen
+            seen |= more
+            quiet = 0 if more else quiet + 1
+        return max(seen)
     return 0
+
+
+def _submit(ctx: OracleContext, item: Mapping[str, str]) -> Iterator[ActionLike]:
+    """Fill the CMS form from its first field and press Enter (Save)."""
+    x, y, w, _h = ctx.truth["browser"]
+    bx, by = banner_point((ctx.obs or {})["screen"], ctx.truth["browser"]) or (x + w - 60, y + 140)
+    yield {"kind": "click", "x": bx, "y": by}  # the page's banner: the next Tab is the first field
+    yield {"kind": "key", "keys": "Tab"}
+    yield {"kind": "type", "text": f"{item['product']}\t{item['market']}\t{item['title']}\t{item['price']}\n"}
+
+
+def _receipt_revisions(ctx: OracleContext, item: Mapping[str, str], last: int) -> set[int]:
+    """The item's revision on the receipt now, if it shows one newer than ``last`` (else the empty set)."""
+    found = RECEIPT.match(read_receipt((ctx.obs or {})["screen"], ctx.truth["browser"]))
+    if found and int(found.group(1)) > last and found.group(2, 3) == (item["product"], item["market"]):
+        return {int(found.group(1))}
+    return set()
 
 
 TASK = Task(
