@@ -100,7 +100,7 @@ def test_tasks_md_lists_every_registered_task() -> None:
 
 
 def _report(task_id: str, repeat: int, *, oracle_s: float, reset_s: float, cached: float,
-            violations: list[str] | None = None) -> dict:
+            violations: list[str] | None = None, seed: int = 0) -> dict:
     def run(seconds: float, reset: float, steps: int, score: float = 1.0, evaluation: dict | None = None) -> dict:
         return {"score": score, "steps": steps, "seconds": seconds, "reset_s": reset, "evaluation": evaluation or {},
                 "switches": steps // 2}
@@ -108,7 +108,7 @@ def _report(task_id: str, repeat: int, *, oracle_s: float, reset_s: float, cache
     zeroed = {"zeroed_by": ["NoDesktopTerminalWork"], "clauses": []}
     capped = {"zeroed_by": [], "clauses": [{"name": "provenance_gui_1", "critical": True, "outcome": "failed"},
                                            {"name": "minor", "critical": False, "outcome": "failed"}]}
-    return {"task_id": task_id, "repeat": repeat, "violations": violations or [],
+    return {"task_id": task_id, "repeat": repeat, "seed": seed, "violations": violations or [],
             "results": {"oracle": run(reset_s + oracle_s, reset_s, 9), "noop": run(cached + 1, cached, 1),
                         "cli-only": run(cached + 2, cached, 4, 0.25, capped),
                         "gui-only": run(cached + 3, cached, 5, 0.0, zeroed),
@@ -116,15 +116,15 @@ def _report(task_id: str, repeat: int, *, oracle_s: float, reset_s: float, cache
 
 
 def test_task_stats_take_medians_and_count_flakes() -> None:
-    reports = [_report("Weave-Data-1", 0, oracle_s=10, reset_s=40, cached=1.0),
-               _report("Weave-Data-1", 1, oracle_s=12, reset_s=44, cached=2.0, violations=["oracle scored 0.5"]),
-               _report("Weave-Data-1", 2, oracle_s=30, reset_s=42, cached=1.5),
+    reports = [_report("Weave-Data-1", 0, oracle_s=10, reset_s=40, cached=1.0, seed=6),
+               _report("Weave-Data-1", 0, oracle_s=12, reset_s=44, cached=2.0, violations=["oracle scored 0.5"]),
+               _report("Weave-Data-1", 0, oracle_s=30, reset_s=42, cached=1.5, seed=3),
                _report("Weave-Web-1", 0, oracle_s=5, reset_s=60, cached=1.2)]
     stats = task_stats(reports)
     data = stats["Weave-Data-1"]
     assert (data.runs, data.clean, data.oracle_steps) == (3, 2, 9)
     assert data.oracle_s == pytest.approx(12) and data.first_reset_s == pytest.approx(42)
-    assert data.cached_reset_s == pytest.approx(1.5) and data.flaky
+    assert data.cached_reset_s == pytest.approx(1.5) and data.flaky and data.seeds == (0, 3, 6)
     assert not stats["Weave-Web-1"].flaky
     assert flake_rate(stats) == (1, 4)
 
@@ -136,8 +136,8 @@ def test_tasks_markdown_has_one_row_per_task_with_measurements() -> None:
     main, _, adversaries = text.partition("## Adversaries")
     rows = [line for line in main.splitlines() if line.startswith("| Weave-")]
     assert [row.split(" | ")[0][2:] for row in rows] == [t.id for t in tasks]
-    assert "| 9 | 4 | 10.0 | 40.0 | 1.0 | 1/1 |" in rows[0]
-    assert rows[1].count("| – ") == 6  # not measured: dashes, not zeros
+    assert "| 9 | 4 | 10.0 | 40.0 | 1.0 | 1/1 | 0 |" in rows[0]
+    assert rows[1].count("| – ") == 7  # not measured: dashes, not zeros
     assert "0 of 1 task runs" in text
     adversary_rows = [line for line in adversaries.splitlines() if line.startswith("| Weave-")]
     assert len(adversary_rows) == 3 * len(tasks)
@@ -150,16 +150,16 @@ def test_tasks_md_reads_back_into_the_figures_it_was_written_from() -> None:
     """Regenerating TASKS.md for a few re-validated tasks keeps every other task's row exactly as it was."""
     tasks = [t for t in TASKS if t.abstention is not None][:1] + TASKS[:2]
     reports = [_report(tasks[1].id, 0, oracle_s=10.04, reset_s=40.26, cached=1.0),
-               _report(tasks[1].id, 1, oracle_s=11, reset_s=41, cached=2.0, violations=["noop scored 1"])]
+               _report(tasks[1].id, 0, oracle_s=11, reset_s=41, cached=2.0, violations=["noop scored 1"], seed=3)]
     reports[0]["results"]["cli-only"]["evaluation"] = {"zeroed_by": ["GuiArtifactViaCli"], "clauses": []}
     first = tasks_markdown(tasks, reports, command="x")
     kept = stats_from_markdown(first)
     assert set(kept) == {tasks[1].id}, "an unmeasured task is not read back as zeros"
-    assert (kept[tasks[1].id].runs, kept[tasks[1].id].clean) == (2, 1)
+    assert (kept[tasks[1].id].runs, kept[tasks[1].id].clean, kept[tasks[1].id].seeds) == (2, 1, (0, 3))
     assert tasks_markdown(tasks, [], command="x", kept=kept) == first
     # New reports win over the kept figures of the same task.
     newer = tasks_markdown(tasks, [_report(tasks[1].id, 0, oracle_s=3, reset_s=5, cached=1)], command="x", kept=kept)
-    assert "| 9 | 4 | 3.0 | 5.0 | 1.0 | 1/1 |" in newer and "0 of 1 task runs" in newer
+    assert "| 9 | 4 | 3.0 | 5.0 | 1.0 | 1/1 | 0 |" in newer and "0 of 1 task runs" in newer
 
 
 def test_reports_saved_before_the_switch_count_show_it_unknown() -> None:

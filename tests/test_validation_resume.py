@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -12,11 +13,13 @@ import pytest
 
 import weavegym
 from weavegym.core.errors import WeaveGymError
-from weavegym.ops.validation_resume import carry_over, code_digest, in_job_order, stamp
+from weavegym.envs.tasks import all_tasks
+from weavegym.ops.validation_resume import carry_over, code_digest, in_job_order, stamp, task_files, task_module
 
 pytestmark = pytest.mark.unit
 
-CODE = code_digest()
+TASK = {t.id: t for t in all_tasks()}
+CODES = {task_id: code_digest(task_module(task)) for task_id, task in TASK.items()}
 
 
 def _report(task_id: str, repeat: int = 0, *, error: str | None = None) -> dict:
@@ -30,67 +33,111 @@ def _report(task_id: str, repeat: int = 0, *, error: str | None = None) -> dict:
             "violations": [f"error: {error}"] if error else []}
 
 
-def test_the_digest_follows_the_source_and_nothing_else(tmp_path: Path) -> None:
-    (tmp_path / "pkg" / "__pycache__").mkdir(parents=True)
-    (tmp_path / "pkg" / "a.py").write_text("x = 1\n")
-    first = code_digest(tmp_path / "pkg")
-    (tmp_path / "pkg" / "__pycache__" / "a.cpython-311.pyc").write_bytes(b"compiled")
-    assert code_digest(tmp_path / "pkg") == first
-    (tmp_path / "pkg" / "a.py").write_text("x = 2\n")
-    assert code_digest(tmp_path / "pkg") != first
-    (tmp_path / "pkg" / "a.py").write_text("x = 1\n")
-    (tmp_path / "pkg" / "b.py").write_text("")  # a new empty file is a change too
-    assert code_digest(tmp_path / "pkg") != first
-    assert code_digest() == code_digest(Path(weavegym.__file__).parent) and len(CODE) == 12
+def _package(tmp_path: Path) -> Path:
+    """A copy of the package's source (no caches) to change files in."""
+    root = tmp_path / "weavegym"
+    shutil.copytree(Path(weavegym.__file__).parent, root, ignore=shutil.ignore_patterns("__pycache__"))
+    return root
 
 
-def test_carry_over_keeps_only_finished_runs_of_this_code_seed_and_job_list(tmp_path: Path) -> None:
-    jobs = [(0, "Weave-Data-1"), (0, "Weave-Web-1"), (0, "Weave-Docs-1"), (1, "Weave-Data-1")]
-    saved = [stamp(_report("Weave-Data-1"), 0, CODE),
+def _touch(path: Path) -> None:
+    path.write_bytes(path.read_bytes() + b"\n# changed\n")
+
+
+def test_a_tasks_digest_follows_its_own_code_and_everything_outside_the_suite(tmp_path: Path) -> None:
+    web5, web1, data1 = (task_module(TASK[i]) for i in ("Weave-Web-5", "Weave-Web-1", "Weave-Data-1"))
+    assert web5 == "weavegym.envs.tasks.web.shop_localise"
+    with pytest.raises(WeaveGymError, match="defines"):
+        task_module(object())
+    assert code_digest(web5) == CODES["Weave-Web-5"] and len(CODES["Weave-Web-5"]) == 12
+    assert len(set(CODES.values())) > len(CODES) // 2, "tasks in different modules have different digests"
+    root = _package(tmp_path)
+    before = {m: code_digest(m, root) for m in (web5, web1, data1)}
+    assert before == {m: code_digest(m) for m in (web5, web1, data1)}, "a checkout's digest is the same code's"
+    # The task's own module: only it (and whatever imports it) changes.
+    _touch(root / "envs/tasks/web/shop_localise.py")
+    after = {m: code_digest(m, root) for m in before}
+    assert after[web5] != before[web5] and after[data1] == before[data1]
+    # A module it imports from another domain's package (the SQLite writer), and a fixture of its own package.
+    _touch(root / "envs/tasks/data/sqlite_bytes.py")
+    assert code_digest(web5, root) != after[web5] and code_digest(web1, root) == after[web1]
+    fixture = next(p for p in (root / "envs/tasks/web/fixtures").rglob("*") if p.is_file())
+    again = code_digest(web5, root)
+    _touch(fixture)
+    assert code_digest(web5, root) != again
+    # Outside the suite: the env changes every task, the command line and the reports none.
+    settled = {m: code_digest(m, root) for m in before}
+    for neutral in ("cli.py", "ops/suite_report.py", "ops/validation_resume.py", "reporting/report.py"):
+        _touch(root / neutral)
+    (root / "envs" / "__pycache__").mkdir(exist_ok=True)
+    (root / "envs" / "__pycache__" / "x.pyc").write_bytes(b"compiled")
+    assert {m: code_digest(m, root) for m in before} == settled
+    _touch(root / "ops/validation.py")
+    moved = {m: code_digest(m, root) for m in before}
+    assert all(moved[m] != settled[m] for m in before)
+    _touch(root / "envs/weave_env.py")
+    assert all(code_digest(m, root) != moved[m] for m in before)
+
+
+def test_a_task_depends_on_its_imports_fixtures_and_the_shared_modules() -> None:
+    files = {p.relative_to(Path(weavegym.__file__).parent).as_posix()
+             for p in task_files(task_module(TASK["Weave-Web-5"]))}
+    assert {"envs/tasks/web/shop_localise.py", "envs/tasks/web/_shop.py", "envs/tasks/web/_portal.py",
+            "envs/tasks/web/__init__.py", "envs/tasks/__init__.py", "envs/tasks/pixel_font.py",
+            "envs/tasks/data/sqlite_bytes.py", "envs/tasks/data/__init__.py"} <= files
+    assert "envs/tasks/web/fixtures/shopcms/shop-cms.js" in files
+    assert "envs/tasks/data/budget_books.py" not in files and not any(f.startswith("envs/tasks/games/") for f in files)
+
+
+def test_carry_over_keeps_only_finished_runs_of_this_code_and_job_list(tmp_path: Path) -> None:
+    jobs = [(0, 0, "Weave-Data-1"), (0, 0, "Weave-Web-1"), (0, 0, "Weave-Docs-1"), (3, 0, "Weave-Data-1")]
+    saved = [stamp(_report("Weave-Data-1"), 0, CODES["Weave-Data-1"]),
              stamp(_report("Weave-Web-1"), 0, "0123456789ab"),  # other code
-             stamp(_report("Weave-Docs-1", error="worker failed: BrokenProcessPool"), 0, CODE),
-             stamp(_report("Weave-Data-1", 1), 3, CODE),  # another seed
-             stamp(_report("Weave-Games-1"), 0, CODE),  # not in this run
+             stamp(_report("Weave-Docs-1", error="worker failed: BrokenProcessPool"), 0, CODES["Weave-Docs-1"]),
+             stamp(_report("Weave-Data-1"), 3, CODES["Weave-Data-1"]),  # the second seed: kept too
+             stamp(_report("Weave-Data-1"), 6, CODES["Weave-Data-1"]),  # a seed this run does not take
+             stamp(_report("Weave-Games-1"), 0, CODES["Weave-Games-1"]),  # not in this run
              _report("Weave-Design-1")]  # made before reports were stamped (and not in this run)
     path = tmp_path / "v.json"
     path.write_text(json.dumps(saved))
-    carried = carry_over(path, jobs, seed=0, code=CODE)
-    assert list(carried.kept) == [(0, "Weave-Data-1")]
-    assert (carried.other_code, carried.failed, carried.unknown) == (2, 1, 2)
-    assert "kept 1 task run(s)" in carried.summary(path) and "2 made by other code" in carried.summary(path)
-    assert carry_over(tmp_path / "absent.json", jobs, seed=0, code=CODE).kept == {}
+    carried = carry_over(path, jobs, CODES)
+    assert list(carried.kept) == [(0, 0, "Weave-Data-1"), (3, 0, "Weave-Data-1")]
+    assert (carried.other_code, carried.failed, carried.unknown) == (1, 1, 3)
+    assert "kept 2 task run(s)" in carried.summary(path) and "1 made by other code" in carried.summary(path)
+    assert carry_over(tmp_path / "absent.json", jobs, CODES).kept == {}
     path.write_text('{"not": "a list"}')
     with pytest.raises(WeaveGymError, match="not a list of validation reports"):
-        carry_over(path, jobs, seed=0, code=CODE)
+        carry_over(path, jobs, CODES)
     path.write_text("[{")
     with pytest.raises(WeaveGymError, match="cannot resume"):
-        carry_over(path, jobs, seed=0, code=CODE)
+        carry_over(path, jobs, CODES)
 
 
 def test_reports_come_out_in_job_order_whenever_they_finished() -> None:
-    jobs = [(0, "A"), (0, "B"), (1, "A"), (1, "B")]
-    reports = {(1, "B"): {"n": 4}, (0, "A"): {"n": 1}, (1, "A"): {"n": 3}}
+    jobs = [(0, 0, "A"), (3, 0, "A"), (0, 0, "B"), (3, 0, "B")]
+    reports = {(3, 0, "B"): {"n": 4}, (0, 0, "A"): {"n": 1}, (0, 0, "B"): {"n": 3}}
     assert [r["n"] for r in in_job_order(jobs, reports)] == [1, 3, 4]
 
 
 @pytest.mark.timeout(120)
 def test_a_resumed_run_with_nothing_left_boots_nothing_and_writes_the_table(tmp_path: Path) -> None:
     """Every job is in the file, so no VM is needed (this tier has none): the table comes from the kept runs,
-    and the file keeps this run's jobs only."""
+    and the file keeps this run's jobs only, task by task and on each seed."""
     ids = ["Weave-Web-1", "Weave-Data-1"]  # in suite order, as the file and the table list them
     path, table = tmp_path / "v.json", tmp_path / "TASKS.md"
-    saved = [stamp(_report(i), 0, CODE) for i in ids]
-    path.write_text(json.dumps([*saved, stamp(_report("Weave-Docs-1"), 0, "0123456789ab")]))
+    saved = [stamp(_report(i), seed, CODES[i]) for i in ids for seed in (0, 3)]
+    path.write_text(json.dumps([*reversed(saved), stamp(_report("Weave-Docs-1"), 0, CODES["Weave-Docs-1"])]))
     cmd = [sys.executable, "-c", "from weavegym.cli import main; main()", "validate", ",".join(ids), "--json",
-           str(path), "--resume", "--workers", "2", "--tasks-md", str(table)]
+           str(path), "--resume", "--workers", "2", "--seed", "0", "--seed", "3", "--tasks-md", str(table)]
     env = dict(os.environ, WEAVEGYM_CACHE_DIR=str(tmp_path / "no-cache"), COLUMNS="300")  # rich: no wrapping
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=100, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "kept 2 task run(s)" in done.stderr and "1 outside this run's tasks" in done.stderr
+    assert "kept 4 task run(s)" in done.stderr and "1 outside this run's tasks" in done.stderr
     main_table = table.read_text().partition("## Adversaries")[0]
     rows = [line for line in main_table.splitlines() if line.startswith("| Weave-")]
     assert [row.split(" | ")[0][2:] for row in rows] == ids
-    assert all("| 1/1 |" in row for row in rows)
+    assert all("| 2/2 | 0, 3 |" in row for row in rows)
+    assert "--seed 0 --seed 3 --repeat 1" in main_table
     assert json.loads(path.read_text()) == saved
     refused = subprocess.run([*cmd[:5], "--resume"], capture_output=True, text=True, timeout=100, env=env)
     assert refused.returncode == 2 and "--resume needs --json" in refused.stderr

@@ -196,19 +196,23 @@ def _wide_console() -> Console:
 def validate(
     pattern: str = typer.Argument("Weave-*", help="Shell-style id patterns, comma-separated, e.g. "
                                   "'Weave-DevOps-*,Weave-Web-1'."),
-    seed: int = typer.Option(0, help="Task seed for every run."),
+    seeds: list[int] = typer.Option([0], "--seed", help="Task seed; repeat the option to validate every task on "
+                                    "each seed (e.g. --seed 0 --seed 3 --seed 6: three variants of every task)."),
     profile: str | None = typer.Option(None, help="Only tasks that run on this image profile (base or full)."),
-    repeat: int = typer.Option(1, min=1, help="Validate every task this many times; reports the flake rate."),
+    repeat: int = typer.Option(1, min=1, help="Validate every task this many times per seed; reports the flake "
+                               "rate."),
     json_out: Path | None = typer.Option(None, "--json", help="Also write the full results (with evaluations)."),
     tasks_md: Path | None = typer.Option(None, "--tasks-md", help="Also write the TASKS.md table of these tasks."),
     workers: int = typer.Option(1, min=1, help="Tasks validated at once, one VM and one process each (a 2-core "
                                 "host gains from 2, not more)."),
     prepared_states: bool = typer.Option(False, help="Envs restore the host's prepared states (no boot per task)."),
     record: Path | None = typer.Option(None, help="Write every run's episode (frames, steps, evaluation) under "
-                                       "this folder, as `weavegym run --out` does: `weavegym report` shows them."),
-    resume: bool = typer.Option(False, help="Keep the finished task runs the --json file holds for this seed and "
+                                       "this folder (a folder per seed when there are several), as `weavegym run "
+                                       "--out` does: `weavegym report` shows them."),
+    resume: bool = typer.Option(False, help="Keep the finished task runs the --json file holds for these seeds and "
                                 "this code, and run only the rest (a suite run cut short goes on where it stopped; "
-                                "runs made by other code, or that ended in an env error, run again)."),
+                                "runs made by other code, or that ended in an env error, run again; the code is "
+                                "compared per task: the task's own modules and everything outside the suite)."),
 ) -> None:
     """Per task: the oracle must score 1.0, doing nothing 0, and the cli-only, gui-only and forger adversaries
     must each stay below the pass threshold (tasks with infeasible variants: on a seed of each kind, with the
@@ -216,7 +220,15 @@ def validate(
     from weavegym.envs.tasks import get_task, match_tasks
     from weavegym.ops.suite_report import flake_rate, task_stats, tasks_markdown
     from weavegym.ops.validation import run_count
-    from weavegym.ops.validation_resume import Carried, Job, carry_over, code_digest, in_job_order, stamp
+    from weavegym.ops.validation_resume import (
+        Carried,
+        Job,
+        carry_over,
+        code_digest,
+        in_job_order,
+        stamp,
+        task_module,
+    )
 
     selected = [t for t in match_tasks(pattern) if profile is None or t.profile == profile]
     if not selected:
@@ -227,75 +239,84 @@ def validate(
         raise typer.Exit(2)
     if json_out is not None:
         json_out.parent.mkdir(parents=True, exist_ok=True)
-    jobs = [(k, task.id) for k in range(repeat) for task in selected]
-    code = code_digest()
-    carried = carry_over(json_out, jobs, seed, code) if resume and json_out is not None else Carried({})
+    seeds = list(dict.fromkeys(seeds))  # each once, in the order given
+    # Task by task, each on every seed and repeat: a run cut short leaves whole rows of TASKS.md, not a third of each.
+    jobs = [(seed, k, task.id) for task in selected for k in range(repeat) for seed in seeds]
+    codes = {task.id: code_digest(task_module(task)) for task in selected}
+    carried = carry_over(json_out, jobs, codes) if resume and json_out is not None else Carried({})
     if resume and json_out is not None:
         err.print(carried.summary(json_out))
     finished: dict[Job, dict[str, object]] = dict(carried.kept)
 
     def save(job: Job, report: dict[str, object]) -> None:
         """Keep the report; the file is rewritten as runs finish, so a long suite run keeps what it measured."""
-        finished[job] = stamp(report, seed, code)
+        finished[job] = stamp(report, job[0], codes[job[2]])
         if json_out is not None:
             json_out.write_text(json.dumps(in_job_order(jobs, finished), indent=2))
 
     todo = [job for job in jobs if job not in finished]
+
+    def record_to(seed: int) -> Path | None:
+        """Episodes of several seeds go to a folder each: a report lists one run of a task per episode number."""
+        return None if record is None else record if len(seeds) == 1 else record / f"seed{seed}"
+
     columns = (TextColumn("{task.description:<40}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=err) as bar:
-        overall = bar.add_task("runs", total=repeat * sum(run_count(task) for task in selected))
-        bar.update(overall, advance=sum(run_count(get_task(task_id)) for _k, task_id in carried.kept))
+        overall = bar.add_task("runs", total=sum(run_count(get_task(task_id)) for _s, _k, task_id in jobs))
+        bar.update(overall, advance=sum(run_count(get_task(task_id)) for _s, _k, task_id in carried.kept))
         if workers == 1:
-            _validate_serially(todo, seed, bar, overall, save, prepared_states, record)
+            _validate_serially(todo, bar, overall, save, prepared_states, record_to)
         elif todo:
-            _validate_in_parallel(todo, seed, workers, bar, overall, save, prepared_states, record)
+            _validate_in_parallel(todo, workers, bar, overall, save, prepared_states, record_to)
     reports = in_job_order(jobs, finished)
     if json_out is not None:  # also when nothing was left to run: the file then holds this run's jobs only
         json_out.write_text(json.dumps(reports, indent=2))
     if record is not None:
-        err.print(f"episodes: {record} (`weavegym report {record}`)")
-    _print_validation(reports, title=f"weavegym validate {pattern} (seed {seed})")
+        where = [record_to(seed) for seed in seeds]
+        err.print(f"episodes: {', '.join(map(str, where))} (`weavegym report {where[0]}`)")
+    _print_validation(reports, title=f"weavegym validate {pattern} (seed {', '.join(map(str, seeds))})")
     stats = task_stats(reports)
     failed, total = flake_rate(stats)
-    if repeat > 1:
+    if repeat > 1 or len(seeds) > 1:
         flaky = [s.task_id for s in stats.values() if s.flaky]
         err.print(f"{failed} of {total} task runs had a violation; flaky (mixed results): {', '.join(flaky) or 'none'}")
     if tasks_md is not None:
         command = f"`weavegym validate '{pattern}'" + (f" --profile {profile}" if profile else "") + \
-            f" --repeat {repeat}" + (" --prepared-states" if prepared_states else "") + "`"
+            "".join(f" --seed {seed}" for seed in seeds) + f" --repeat {repeat}" + \
+            (" --prepared-states" if prepared_states else "") + "`"
         tasks_md.write_text(tasks_markdown(selected, reports, command=command))
     if failed:
         err.print(f"[red]{failed} of {total} task run(s) violate the suite's rules[/red]")
         raise typer.Exit(1)
 
 
-def _validate_serially(jobs: list[tuple[int, str]], seed: int, bar: Progress, overall: TaskID,
-                       save: Callable[[tuple[int, str], dict[str, object]], None], prepared_states: bool,
-                       record: Path | None) -> None:
+def _validate_serially(jobs: list[tuple[int, int, str]], bar: Progress, overall: TaskID,
+                       save: Callable[[tuple[int, int, str], dict[str, object]], None], prepared_states: bool,
+                       record_to: Callable[[int], Path | None]) -> None:
     """One task after the other in this process; the bar advances with every run, ``save`` gets each report."""
     from dataclasses import asdict
 
     from weavegym.envs.tasks import get_task
     from weavegym.ops.validation import validate_task
 
-    for k, task_id in jobs:
-        bar.update(overall, description=f"{task_id} (boot, setup) #{k + 1}")
+    for seed, k, task_id in jobs:
+        bar.update(overall, description=f"{task_id} (boot, setup) seed {seed} #{k + 1}")
 
         def advance(run: str, result: object, task_id: str = task_id) -> None:
             bar.update(overall, advance=1, description=f"{task_id} {run} done")
 
         report = validate_task(get_task(task_id), seed=seed, on_run=advance, prepared_states=prepared_states,
-                               record=record, repeat=k)
-        save((k, task_id), asdict(report) | {"violations": report.violations(), "repeat": k})
+                               record=record_to(seed), repeat=k)
+        save((seed, k, task_id), asdict(report) | {"violations": report.violations(), "repeat": k})
 
 
-def _validate_in_parallel(jobs: list[tuple[int, str]], seed: int, workers: int, bar: Progress, overall: TaskID,
-                          save: Callable[[tuple[int, str], dict[str, object]], None], prepared_states: bool,
-                          record: Path | None) -> None:
+def _validate_in_parallel(jobs: list[tuple[int, int, str]], workers: int, bar: Progress, overall: TaskID,
+                          save: Callable[[tuple[int, int, str], dict[str, object]], None], prepared_states: bool,
+                          record_to: Callable[[int], Path | None]) -> None:
     """Tasks over ``workers`` spawned processes (one VM each); the bar advances as tasks finish.
 
-    ``save`` gets each report as its task finishes; it keeps the serial order (repeat, then suite order), so the
-    JSON and TASKS.md do not depend on the number of workers.
+    ``save`` gets each report as its task finishes; it keeps the serial order (the jobs' order), so the JSON and
+    TASKS.md do not depend on the number of workers.
     """
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -307,21 +328,22 @@ def _validate_in_parallel(jobs: list[tuple[int, str]], seed: int, workers: int, 
     pool = ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=spawn, initializer=_unwind_on_sigterm,
                                initargs=(os.getpid(),))
     try:
-        futures = {pool.submit(validate_by_id, task_id, seed, k, prepared_states, record): i
-                   for i, (k, task_id) in enumerate(jobs)}
+        futures = {pool.submit(validate_by_id, task_id, seed, k, prepared_states, record_to(seed)): i
+                   for i, (seed, k, task_id) in enumerate(jobs)}
         bar.update(overall, description=f"{len(jobs)} task runs on {min(workers, len(jobs))} workers")
         for future in as_completed(futures):
             i = futures[future]
-            k, task_id = jobs[i]
+            seed, k, task_id = jobs[i]
             try:
                 report = future.result()
             except Exception as exc:  # the worker process itself died (OOM kill, segfault): that task's error
                 report = {"task_id": task_id, "pass_threshold": get_task(task_id).pass_threshold, "results": {},
-                          "repeat": k,
+                          "repeat": k, "seed": seed,
                           "error": f"worker failed: {type(exc).__name__}: {exc}",
                           "violations": [f"error: worker failed: {type(exc).__name__}: {exc}"]}
-            save((k, task_id), report)
-            bar.update(overall, advance=run_count(get_task(task_id)), description=f"{task_id} #{k + 1} done")
+            save((seed, k, task_id), report)
+            bar.update(overall, advance=run_count(get_task(task_id)),
+                       description=f"{task_id} seed {seed} #{k + 1} done")
     except BaseException:  # Ctrl-C or SIGTERM: stop the workers now, not after their tasks (minutes each)
         _stop_workers(pool, mp.active_children())
         raise

@@ -36,6 +36,7 @@ class TaskStats:
     cached_reset_s: float | None  # median reset that loads the cached task snapshot
     # adversary -> (runs, highest score, what stopped it: rules that zeroed it, else failed critical clauses)
     adversaries: Mapping[str, tuple[int, float, str]] = field(default_factory=dict)
+    seeds: tuple[int, ...] = ()  # the seeds validated (a task with infeasible variants: the first of each pair)
 
     @property
     def flaky(self) -> bool:
@@ -66,7 +67,8 @@ def task_stats(reports: Sequence[Report]) -> dict[str, TaskStats]:
             oracle_s=_median(o["seconds"] - o["reset_s"] for o in oracle),
             first_reset_s=_median(o["reset_s"] for o in oracle),
             cached_reset_s=_median(cached),
-            adversaries=_adversary_stats(group))
+            adversaries=_adversary_stats(group),
+            seeds=tuple(sorted({int(r["seed"]) for r in group if isinstance(r.get("seed"), int)})))
     return stats
 
 
@@ -133,21 +135,23 @@ def tasks_markdown(tasks: Sequence[Task], reports: Sequence[Report], *, command:
         "actions (the most over its runs; '–': measured before the count existed).",
         "- **first reset**: a fresh env's first reset with this seed: VM boot, task setup, task snapshot.",
         "- **reset**: later resets, which load the cached task snapshot.",
-        f"- **clean runs**: repeats with no violation (oracle 1.0, noop 0, each adversary below the "
+        f"- **clean runs**: task runs with no violation (oracle 1.0, noop 0, each adversary below the "
         f"threshold). Violations in all: {bad} of {total} task runs.",
+        "- **seeds**: the seeds the task was validated on, each a different variant (a task with infeasible "
+        "variants runs from each on its first feasible and its first infeasible seed).",
         "- **two accounts**: the task declares which files each channel must write (provenance clauses); "
         "'not yet' marks a task still to be ported to the two-account guest, which has no current figures.",
         "",
         "| id | title | profile | apps | clauses | two accounts | oracle steps | switches | oracle s | first reset s "
-        "| reset s | clean runs | why both channels |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| reset s | clean runs | seeds | why both channels |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for task in tasks:
         s = stats.get(task.id)
-        measured = (["–"] * 6 if s is None else
+        measured = (["–"] * 7 if s is None else
                     [str(s.oracle_steps or "–"), _count(s.oracle_switches), _seconds(s.oracle_s),
                      _seconds(s.first_reset_s),
-                     _seconds(s.cached_reset_s), f"{s.clean}/{s.runs}"])
+                     _seconds(s.cached_reset_s), f"{s.clean}/{s.runs}", ", ".join(map(str, s.seeds)) or "–"])
         ported = "yes" if task.deliverables else "not yet"
         cells = [task.id, task.title, task.profile, ", ".join(task.apps), str(len(task.clauses)), ported, *measured,
                  task.channels.why_both]
@@ -216,7 +220,9 @@ def stats_from_markdown(text: str) -> dict[str, TaskStats]:
         cells = _cells(line)
         if len(cells) == 12:  # written before the switches column
             cells.insert(7, "–")
-        task_id, (steps, switches, oracle_s, first_reset_s, cached_reset_s, clean_runs) = cells[0], cells[6:12]
+        if len(cells) == 13:  # written before the seeds column
+            cells.insert(12, "–")
+        task_id, (steps, switches, oracle_s, first_reset_s, cached_reset_s, clean_runs, seeds) = cells[0], cells[6:13]
         if clean_runs == "–":
             continue
         clean, runs = (int(n) for n in clean_runs.split("/"))
@@ -224,5 +230,6 @@ def stats_from_markdown(text: str) -> dict[str, TaskStats]:
             task_id=task_id, runs=runs, clean=clean, oracle_steps=None if steps == "–" else int(steps),
             oracle_switches=None if switches == "–" else int(switches),
             oracle_s=_number(oracle_s), first_reset_s=_number(first_reset_s),
-            cached_reset_s=_number(cached_reset_s), adversaries=adversaries.get(task_id, {}))
+            cached_reset_s=_number(cached_reset_s), adversaries=adversaries.get(task_id, {}),
+            seeds=() if seeds == "–" else tuple(int(seed) for seed in seeds.split(",")))
     return stats

@@ -1,33 +1,129 @@
-"""Carrying a cut-short suite validation over to a later run (``weavegym validate --resume``).
+"""Carrying a suite validation over to later runs (``weavegym validate --resume``).
 
-Validating every task takes longer here (about four hours with two workers) than a working session, a CI job or
-a host's uptime is sure to last, and ``validate --json`` writes the file as runs finish. Resuming keeps the runs
-that file already holds and runs only the rest, so the suite's table still comes from one body of code: every
-report is stamped with the seed and a digest of the package's source, and a report made by other code (or
-another seed) is run again, never mixed in.
+Validating every task on three seeds takes longer here (about seven hours with two workers) than a working
+session, a CI job or a host's uptime is sure to last, and ``validate --json`` writes the file as runs finish.
+Resuming keeps the runs that file already holds and runs only the rest, so the suite's table still comes from one
+body of code: every report is stamped with its seed and a digest of the code that decided its scores
+(:func:`code_digest`), and a report made by other code is run again, never mixed in.
+
+The digest is per task: the package outside the task suite (the env, the VM and guest agent, the evaluators,
+the adversaries, the validation itself) plus the task's own modules, those they import from the suite and their
+packages' fixtures. Fixing one task's oracle re-runs that task (and the tasks that share the changed module),
+not the suite; a change to the env re-runs everything.
 """
 
 from __future__ import annotations
 
+import ast
+import hashlib
 import json
-from collections.abc import Sequence
+import sys
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from weavegym.core.errors import WeaveGymError
-from weavegym.machine.backends.prepared_states import code_hash
 
-Job = tuple[int, str]  # (repeat, task id)
+Job = tuple[int, int, str]  # (seed, repeat, task id)
 PACKAGE = Path(__file__).resolve().parents[1]  # weavegym/
+SUITE = "weavegym.envs.tasks"
+# What decides no score: the command line, the reports, and the tools around validation (but not validation).
+NO_SCORE = ("cli.py", "ops", "reporting")
+SCORES = ("ops/validation.py",)
 
 
-def code_digest(root: Path | None = None) -> str:
-    """A digest of the package's source files (paths and bytes): what decides every score a validation reports.
+def _hash_files(root: Path, files: Iterable[Path]) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(set(files)):
+        digest.update(str(path.relative_to(root.parent)).encode() + b"\0")
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+def _files(folder: Path) -> Iterator[Path]:
+    return (p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+
+
+def core_files(root: Path = PACKAGE) -> list[Path]:
+    """The package's files outside the task suite that can change a score."""
+    suite = root.joinpath(*SUITE.split(".")[1:])
+    kept = []
+    for path in _files(root):
+        relative = path.relative_to(root).as_posix()
+        if path.is_relative_to(suite):
+            continue
+        if relative.split("/")[0] in NO_SCORE and relative not in SCORES:
+            continue
+        kept.append(path)
+    return kept
+
+
+def _module_file(root: Path, module: str) -> Path | None:
+    base = root.joinpath(*module.split(".")[1:])
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _imported(path: Path, package: str) -> Iterator[str]:
+    """Every module name ``path`` may import (``from m import x`` also yields ``m.x``, which may be a module)."""
+    for node in ast.walk(ast.parse(path.read_bytes(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                module = f"{base}.{node.module}" if node.module else base
+            else:
+                module = node.module or ""
+            yield module
+            yield from (f"{module}.{alias.name}" for alias in node.names)
+
+
+def task_files(module: str, root: Path = PACKAGE) -> list[Path]:
+    """The files of the task suite that the task in ``module`` depends on.
+
+    Its module and what it imports from the suite (transitively, with the packages' ``__init__``), the
+    ``fixtures`` folder of every package among them (setup copies those into the guest), and the suite's shared
+    top-level modules (some are copied in as fixtures too).
+    """
+    suite_dir = root.joinpath(*SUITE.split(".")[1:])
+    found: dict[str, Path] = {}
+    todo = [module]
+    while todo:
+        name = todo.pop()
+        if name in found or not (name == SUITE or name.startswith(SUITE + ".")):
+            continue
+        path = _module_file(root, name)
+        if path is None:  # a name imported from a module, not a module
+            continue
+        found[name] = path
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        todo.append(package)
+        todo.extend(_imported(path, package))
+    files = set(found.values()) | set(suite_dir.glob("*.py"))
+    for folder in {path.parent / "fixtures" for path in found.values()}:
+        files.update(_files(folder))
+    return sorted(files)
+
+
+def task_module(task: object) -> str:
+    """The name of the module that defines ``task`` as its ``TASK``: where its part of the suite starts."""
+    for name, module in list(sys.modules.items()):
+        if name.startswith(SUITE + ".") and getattr(module, "TASK", None) is task:
+            return name
+    raise WeaveGymError(f"no module of the suite defines {getattr(task, 'id', task)!r} as its TASK")
+
+
+def code_digest(module: str, root: Path = PACKAGE) -> str:
+    """A digest of the code that decides the scores of the task defined in ``module`` (:func:`task_module`).
 
     Documentation, tests and TASKS.md lie outside the package, so editing them does not end a resumable run.
+    ``root`` may be another checkout's package, to stamp the reports that checkout made.
     """
-    return code_hash(root or PACKAGE)
+    return _hash_files(root, [*core_files(root), *task_files(module, root)])
 
 
 def stamp(report: dict[str, Any], seed: int, code: str) -> dict[str, Any]:
@@ -35,28 +131,32 @@ def stamp(report: dict[str, Any], seed: int, code: str) -> dict[str, Any]:
     return report | {"seed": seed, "code": code}
 
 
+def job_of(report: Mapping[str, Any]) -> Job:
+    return (report.get("seed"), report.get("repeat"), report.get("task_id"))  # type: ignore[return-value]
+
+
 @dataclass(frozen=True)
 class Carried:
     """What a resumed run keeps from the file, and why it left the rest out."""
 
     kept: dict[Job, dict[str, Any]]
-    other_code: int = 0  # made by other source or for another seed: run again
+    other_code: int = 0  # made by other code: run again
     failed: int = 0  # ended in an env error (a worker died, a VM failed): run again
-    unknown: int = 0  # not one of this run's jobs (another pattern or repeat count): dropped from the file
+    unknown: int = 0  # not one of this run's jobs (another pattern, seed or repeat count): dropped from the file
 
     def summary(self, path: Path) -> str:
         parts = [f"kept {len(self.kept)} task run(s) from {path}"]
         if self.other_code:
-            parts.append(f"{self.other_code} made by other code or for another seed will run again")
+            parts.append(f"{self.other_code} made by other code will run again")
         if self.failed:
             parts.append(f"{self.failed} that ended in an env error will run again")
         if self.unknown:
-            parts.append(f"{self.unknown} outside this run's tasks are dropped")
+            parts.append(f"{self.unknown} outside this run's tasks and seeds are dropped")
         return "; ".join(parts)
 
 
-def carry_over(path: Path, jobs: Sequence[Job], seed: int, code: str) -> Carried:
-    """The finished runs of ``jobs`` that ``path`` holds for this seed and code (none if it does not exist)."""
+def carry_over(path: Path, jobs: Sequence[Job], codes: Mapping[str, str]) -> Carried:
+    """The finished runs of ``jobs`` that ``path`` holds, made by the code ``codes`` gives for their task."""
     if not path.exists():
         return Carried({})
     try:
@@ -69,18 +169,18 @@ def carry_over(path: Path, jobs: Sequence[Job], seed: int, code: str) -> Carried
     kept: dict[Job, dict[str, Any]] = {}
     other = failed = unknown = 0
     for report in reports:
-        job = (report.get("repeat"), report.get("task_id"))
+        job = job_of(report)
         if job not in wanted or job in kept:
             unknown += 1
-        elif report.get("seed") != seed or report.get("code") != code:
+        elif report.get("code") != codes.get(job[2]):
             other += 1
         elif report.get("error"):
             failed += 1
         else:
-            kept[job] = report  # type: ignore[index]
+            kept[job] = report
     return Carried(kept, other, failed, unknown)
 
 
-def in_job_order(jobs: Sequence[Job], reports: dict[Job, dict[str, Any]]) -> list[dict[str, Any]]:
-    """The reports in the jobs' order (repeat, then suite order), whichever run made them and when."""
+def in_job_order(jobs: Sequence[Job], reports: Mapping[Job, dict[str, Any]]) -> list[dict[str, Any]]:
+    """The reports in the jobs' order, whichever run made them and when."""
     return [reports[job] for job in jobs if job in reports]
