@@ -14,7 +14,16 @@ import pytest
 import weavegym
 from weavegym.core.errors import WeaveGymError
 from weavegym.envs.tasks import all_tasks
-from weavegym.ops.validation_resume import carry_over, code_digest, in_job_order, stamp, task_files, task_module
+from weavegym.ops.validation_resume import (
+    CHANGED_DURING_RUN,
+    carry_over,
+    code_digest,
+    in_job_order,
+    stamp,
+    stamp_unless_changed,
+    task_files,
+    task_module,
+)
 
 pytestmark = pytest.mark.unit
 
@@ -77,6 +86,20 @@ def test_a_tasks_digest_follows_its_own_code_and_everything_outside_the_suite(tm
     assert all(moved[m] != settled[m] for m in before)
     _touch(root / "envs/weave_env.py")
     assert all(code_digest(m, root) != moved[m] for m in before)
+
+
+def test_a_report_whose_task_changed_while_it_ran_is_not_kept(tmp_path: Path) -> None:
+    root = _package(tmp_path)
+    module = task_module(TASK["Weave-Web-5"])
+    code = code_digest(module, root)
+    kept, changed = stamp_unless_changed(_report("Weave-Web-5"), 3, module, code, root)
+    assert (kept["seed"], kept["code"], changed) == (3, code, False)
+    _touch(root / "envs/tasks/web/_shop.py")  # edited in the checkout while the job ran
+    stale, changed = stamp_unless_changed(_report("Weave-Web-5"), 3, module, code, root)
+    assert changed and stale["code"] == CHANGED_DURING_RUN
+    path = tmp_path / "v.json"
+    path.write_text(json.dumps([stale]))
+    assert carry_over(path, [(3, 0, "Weave-Web-5")], {"Weave-Web-5": code}).other_code == 1
 
 
 def test_a_task_depends_on_its_imports_fixtures_and_the_shared_modules() -> None:

@@ -226,7 +226,7 @@ def validate(
         carry_over,
         code_digest,
         in_job_order,
-        stamp,
+        stamp_unless_changed,
         task_module,
     )
 
@@ -249,8 +249,12 @@ def validate(
     finished: dict[Job, dict[str, object]] = dict(carried.kept)
 
     def save(job: Job, report: dict[str, object]) -> None:
-        """Keep the report; the file is rewritten as runs finish, so a long suite run keeps what it measured."""
-        finished[job] = stamp(report, job[0], codes[job[2]])
+        """Keep the report; the file is rewritten as runs finish, so a long suite run keeps what it measured.
+
+        A report whose task's code changed on disk while the run went on is stamped as no code's."""
+        finished[job], changed = stamp_unless_changed(report, job[0], task_module(get_task(job[2])), codes[job[2]])
+        if changed:
+            err.print(f"[yellow]{job[2]}: its code changed during the run; its report will not be resumed[/yellow]")
         if json_out is not None:
             json_out.write_text(json.dumps(in_job_order(jobs, finished), indent=2))
 

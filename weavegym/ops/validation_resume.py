@@ -31,6 +31,7 @@ SUITE = "weavegym.envs.tasks"
 # What decides no score: the command line, the reports, and the tools around validation (but not validation).
 NO_SCORE = ("cli.py", "ops", "reporting")
 SCORES = ("ops/validation.py",)
+CHANGED_DURING_RUN = "changed"  # the stamp of a report whose task's code changed on disk while it ran
 
 
 def _hash_files(root: Path, files: Iterable[Path]) -> str:
@@ -129,6 +130,17 @@ def code_digest(module: str, root: Path = PACKAGE) -> str:
 def stamp(report: dict[str, Any], seed: int, code: str) -> dict[str, Any]:
     """The report with what a later ``--resume`` compares: the seed and the code digest."""
     return report | {"seed": seed, "code": code}
+
+
+def stamp_unless_changed(report: dict[str, Any], seed: int, module: str, code: str,
+                         root: Path = PACKAGE) -> tuple[dict[str, Any], bool]:
+    """Stamp a finished report with ``code``, the digest its run began with, if the task's code still has it.
+
+    Workers import a task's code when its job starts, so if the files changed since the run began the report
+    may come from either version: it is then stamped as no code's (a later ``--resume`` runs it again).
+    Returns the stamped report and whether the code changed."""
+    changed = code_digest(module, root) != code
+    return stamp(report, seed, CHANGED_DURING_RUN if changed else code), changed
 
 
 def job_of(report: Mapping[str, Any]) -> Job:
