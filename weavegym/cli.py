@@ -467,13 +467,14 @@ def _print_validation(reports: list[dict[str, object]], title: str) -> None:
     present = {run for report in reports for run in report["results"]}  # type: ignore[attr-defined]
     names = [run for run in (*RUNS, "quitter") if run in present or run in RUNS]
     names += [run + INFEASIBLE for run in (*RUNS, "quitter", "fabricator") if run + INFEASIBLE in present]
-    table = Table("task", "#", *names, "verdict", title=title)
+    table = Table("task", "seed", "#", *names, "verdict", title=title)
     for report in reports:
         results: dict[str, dict[str, object]] = report["results"]  # type: ignore[assignment]
         cells = [f"{results[r]['score']:.2f} ({results[r]['steps']} st, {results[r]['seconds']:.0f} s)"
                  if r in results else "-" for r in names]
         problems: list[str] = report["violations"]  # type: ignore[assignment]
-        table.add_row(str(report["task_id"]), str(int(report["repeat"]) + 1), *cells,  # type: ignore[call-overload]
+        table.add_row(str(report["task_id"]), str(report.get("seed", "")),  # type: ignore[call-overload]
+                      str(int(report["repeat"]) + 1), *cells,  # type: ignore[call-overload]
                       "[green]ok[/green]" if not problems else "[red]" + "; ".join(problems) + "[/red]")
     _wide_console().print(table)
 
