@@ -473,7 +473,7 @@ def _print_validation(reports: list[dict[str, object]], title: str) -> None:
         cells = [f"{results[r]['score']:.2f} ({results[r]['steps']} st, {results[r]['seconds']:.0f} s)"
                  if r in results else "-" for r in names]
         problems: list[str] = report["violations"]  # type: ignore[assignment]
-        table.add_row(str(report["task_id"]), str(report.get("seed", "")),  # type: ignore[call-overload]
+        table.add_row(str(report["task_id"]), str(report.get("seed", "")),
                       str(int(report["repeat"]) + 1), *cells,  # type: ignore[call-overload]
                       "[green]ok[/green]" if not problems else "[red]" + "; ".join(problems) + "[/red]")
     _wide_console().print(table)
