@@ -162,12 +162,13 @@ def test_async_vector_env_of_sampled_gui_actions_survives_a_killed_vm() -> None:
 CI_TASKS = ("Weave-DevOps-1", "Weave-Design-1")
 
 
-@pytest.mark.timeout(600 * len(CI_TASKS) + 60)
+@pytest.mark.timeout(1200 * len(CI_TASKS) + 60)
 def test_validate_cli_runs_the_adversaries_on_two_base_tasks(tmp_path) -> None:
     """Oracle 1.0, noop 0, and every adversary below the threshold, for the reason the design gives.
 
     Two workers, one VM each, as `make validate-full` runs the suite; the report keeps the suite's order.
-    On prepared states, so the second task restores the desktop the first one booted.
+    On prepared states, so the second task restores the desktop the first one booted. Then, as `make
+    validate-full` goes on from a cut-short run, a second seed with --resume.
     """
     out = tmp_path / "validate.json"
     result = subprocess.run([sys.executable, "-m", "weavegym.cli", "validate", ",".join(CI_TASKS),
@@ -193,6 +194,18 @@ def test_validate_cli_runs_the_adversaries_on_two_base_tasks(tmp_path) -> None:
     assert "provenance_gui_2" in failed["cli-only"] and "provenance_gui_2" in failed["forger"]
     assert "redacted_png" not in failed["forger"]  # the content was right: only provenance stopped it
     assert "Weave-DevOps-1" in result.stdout and "ok" in result.stdout
+    # Another seed of both, resumed from that file: only the new seed runs, task by task, beside the kept ones.
+    first = json.loads(out.read_text())
+    resumed = subprocess.run([sys.executable, "-m", "weavegym.cli", "validate", ",".join(CI_TASKS), "--seed", "0",
+                              "--seed", "1", "--resume", "--json", str(out), "--workers", "2", "--prepared-states"],
+                             capture_output=True, text=True, timeout=600 * len(CI_TASKS))
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert f"kept {len(CI_TASKS)} task run(s)" in resumed.stderr
+    both = json.loads(out.read_text())
+    assert [(r["task_id"], r["seed"]) for r in both] == [(t, s) for t in CI_TASKS for s in (0, 1)]
+    assert [r for r in both if r["seed"] == 0] == first, "the kept runs are the first command's, untouched"
+    assert all(r["violations"] == [] and r["results"]["oracle"]["score"] == 1.0 for r in both)
+    assert {r["results"]["oracle"]["seed"] for r in both if r["seed"] == 1} == {1}
 
 
 def test_validate_catches_a_task_whose_oracle_is_wrong() -> None:
