@@ -20,7 +20,15 @@ import pytest
 
 from weavegym.core.errors import AgentAuthError, AgentUnavailableError, SnapshotError
 from weavegym.machine.backends.domain_xml import DomainSpec, domain_xml
-from weavegym.machine.backends.prepared_states import DEVICE_STATE, DISK, RAM_FILE, PreparedStore, stale_states
+from weavegym.machine.backends.prepared_states import (
+    DEVICE_STATE,
+    DISK,
+    META,
+    RAM_FILE,
+    PreparedStore,
+    _disk_usage,
+    stale_states,
+)
 
 QEMU_ARG = "{http://libvirt.org/schemas/domain/qemu/1.0}arg"
 
@@ -130,6 +138,26 @@ def test_a_new_state_makes_room_by_removing_the_least_recently_used_unheld_ones(
     assert not list(store.root.glob(".*evicted*")) and not list(store.root.glob(".*staging*"))
     assert PreparedStore(tmp_path / "states").make_room(1 << 40) == []  # no max_bytes: no bound
     assert store.hold("task-e") is not None and store.find("task-e") is not None
+
+
+def test_folders_being_evicted_or_published_by_another_process_are_not_states(tmp_path: Path) -> None:
+    """Two validation workers share a store: while one evicts a state (renamed, then removed) or publishes one
+    (its meta written in the staging folder, then renamed), the other's make_room lists the store. It once took
+    the evicted folder for a state and failed its task with "not a state name"."""
+    mib = 1 << 20
+    store = PreparedStore(tmp_path / "states", min_free_bytes=mib)
+    for i, name in enumerate(("task-a", "task-b")):
+        _publish(store, name, mib, used_at=100 + i)
+    store.max_bytes = 2 * mib
+    (store.root / "task-a").rename(store.root / ".task-a.evicted-4242")  # mid-eviction by another process
+    staging = store.root / ".task-c.staging-4243"  # mid-publication by another process
+    staging.mkdir()
+    _fill(staging)
+    (staging / META).write_text("{}")
+    assert store.names() == ["task-b"]
+    assert store.make_room(2 * mib) == ["task-b"]
+    assert (store.root / ".task-a.evicted-4242").is_dir() and staging.is_dir(), "other processes' folders stay"
+    assert _disk_usage(store.root / "gone") == 0
 
 
 def _build_slowly(root: str, started: multiprocessing.synchronize.Event) -> None:

@@ -172,9 +172,12 @@ class PreparedStore:
         return PreparedState(name, folder) if (folder / META).is_file() else None
 
     def names(self) -> list[str]:
+        """The published states. A folder another process is evicting (``.<name>.evicted-<pid>``) or publishing
+        (``.<name>.staging-<pid>``, its meta already written) holds a meta file too, but is not a state: listing
+        it once failed a suite validation ("not a state name") while the other worker removed it."""
         if not self.root.is_dir():
             return []
-        return sorted(p.name for p in self.root.iterdir() if (p / META).is_file())
+        return sorted(p.name for p in self.root.iterdir() if not p.name.startswith(".") and (p / META).is_file())
 
     @contextlib.contextmanager
     def building(self, name: str, timeout_s: float) -> Iterator[StateBuild]:
@@ -227,8 +230,12 @@ class StateBuild:
 
 
 def _disk_usage(folder: Path) -> int:
-    """Bytes the folder's files take on disk (the RAM file is sparse: its size says little)."""
-    return sum(p.stat().st_blocks * 512 for p in folder.iterdir() if p.is_file()) if folder.is_dir() else 0
+    """Bytes the folder's files take on disk (the RAM file is sparse: its size says little); 0 for a folder
+    that another process evicts meanwhile."""
+    try:
+        return sum(p.stat().st_blocks * 512 for p in folder.iterdir() if p.is_file())
+    except FileNotFoundError:
+        return 0
 
 
 def _lock_within(fd: int, timeout_s: float, name: str) -> None:
