@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import json
 import os
 import signal
@@ -400,25 +401,47 @@ def _children(pid: int) -> set[int]:
 
 
 def test_sigterm_to_a_parallel_validate_stops_its_workers_and_their_vms() -> None:
-    """`validate --workers 2` once waited for both running tasks (minutes each) before it exited on SIGTERM."""
+    """`validate --workers 2` once waited for both running tasks (minutes each) before it exited on SIGTERM.
+
+    Three tasks on two workers, so a job is queued: a worker interrupted mid-task once went on with it (a new
+    VM), and a second SIGTERM, as a double Ctrl-C sends, once cut the parent's stop short and left both
+    workers running."""
     cli = Path(sys.executable).with_name("weavegym")
-    proc = subprocess.Popen([str(cli), "validate", "Weave-DevOps-1,Weave-Productivity-1", "--workers", "2"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen([str(cli), "validate", "Weave-DevOps-1,Weave-Productivity-1,Weave-Design-1",
+                             "--workers", "2"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    workers: set[int] = set()
     try:
         def workers_vms() -> list[str] | None:
-            prefixes = tuple(f"weavegym-{c}-" for c in _children(proc.pid))
+            workers.update(_children(proc.pid))
+            prefixes = tuple(f"weavegym-{c}-" for c in workers)
             names = [n for n in _domain_names() if prefixes and n.startswith(prefixes)]
             return names if len(names) == 2 else None
 
         names = wait_for(workers_vms, 300, what="a VM of each validate worker")
+        prefixes = tuple(f"weavegym-{c}-" for c in workers)
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=120) == 130
+        seen: set[str] = set()
+        polls = itertools.count()
+
+        def stopped() -> bool:
+            seen.update(n for n in _domain_names() if n.startswith(prefixes))
+            if next(polls) == 5 and proc.poll() is None:  # about 0.6 s on: the parent is stopping its workers
+                with contextlib.suppress(ProcessLookupError):
+                    proc.send_signal(signal.SIGTERM)
+            return proc.poll() is not None
+
+        wait_for(stopped, 120, what="the CLI to exit", max_poll=0.5)
+        assert proc.returncode == 130
     finally:
         if proc.poll() is None:
             proc.kill()
+    assert seen <= set(names), f"a worker started another task's VM after the SIGTERM: {seen - set(names)}"
     left = set(names) & set(_domain_names())
     assert not left, f"the workers' VMs outlived the CLI: {left}"
     assert not [n for n in names if (CACHE / "run" / n).exists()]
+    owners = {int(n.split("-")[1]) for n in names}  # the workers (the CLI's other child is a resource tracker)
+    assert not [pid for pid in owners if Path(f"/proc/{pid}").exists()], "a worker outlived the CLI"
 
 
 # ------------------------------------------------------------------------------------------ bad input

@@ -326,13 +326,13 @@ def _validate_in_parallel(jobs: list[tuple[int, int, str]], workers: int, bar: P
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
     from weavegym.envs.tasks import get_task
-    from weavegym.ops.validation import run_count, validate_by_id
+    from weavegym.ops.validation import run_count
 
     spawn = mp.get_context("spawn")  # a fresh interpreter per worker: no inherited gRPC or libvirt state
     pool = ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=spawn, initializer=_unwind_on_sigterm,
                                initargs=(os.getpid(),))
     try:
-        futures = {pool.submit(validate_by_id, task_id, seed, k, prepared_states, record_to(seed)): i
+        futures = {pool.submit(_validate_job, task_id, seed, k, prepared_states, record_to(seed)): i
                    for i, (seed, k, task_id) in enumerate(jobs)}
         bar.update(overall, description=f"{len(jobs)} task runs on {min(workers, len(jobs))} workers")
         for future in as_completed(futures):
@@ -416,6 +416,19 @@ def prepare(
         json_out.write_text(json.dumps([r for task in selected for r in results[task.id]], indent=2))
 
 
+def _validate_job(task_id: str, seed: int, repeat: int, prepared_states: bool,
+                  record: Path | None) -> dict[str, object]:
+    """A worker's job. On SIGTERM the job unwinds (its env closes and destroys its VM) and then the worker exits:
+    a pool worker that returned the interrupt as the job's result went on to the next job queued for it, booting
+    another VM while the parent was stopping."""
+    from weavegym.ops.validation import validate_by_id
+
+    try:
+        return validate_by_id(task_id, seed, repeat, prepared_states, record)
+    except KeyboardInterrupt:
+        os._exit(130)
+
+
 def _unwind_on_sigterm(parent: int) -> None:
     """A worker's start: SIGTERM unwinds it like Ctrl-C, so its env's close() destroys its VM.
 
@@ -448,6 +461,10 @@ def _stop_workers(pool: ProcessPoolExecutor, workers: list[BaseProcess], grace_s
     """
     from weavegym.core.deadline import Deadline
 
+    # A second Ctrl-C or SIGTERM (people press twice) must not cut this short: it once left the parent waiting
+    # at exit for the pool while both workers went on with their queued tasks for hours.
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_IGN)
     pool.shutdown(wait=False, cancel_futures=True)
     for proc in workers:
         proc.terminate()
