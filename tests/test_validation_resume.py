@@ -164,3 +164,5 @@ def test_a_resumed_run_with_nothing_left_boots_nothing_and_writes_the_table(tmp_
     assert json.loads(path.read_text()) == saved
     refused = subprocess.run([*cmd[:5], "--resume"], capture_output=True, text=True, timeout=100, env=env)
     assert refused.returncode == 2 and "--resume needs --json" in refused.stderr
+    negative = subprocess.run([*cmd[:5], "--seed", "-1"], capture_output=True, text=True, timeout=100, env=env)
+    assert negative.returncode == 2 and "greater than or equal to 0" in negative.stderr  # before any VM boots

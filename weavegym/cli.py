@@ -196,7 +196,7 @@ def _wide_console() -> Console:
 def validate(
     pattern: str = typer.Argument("Weave-*", help="Shell-style id patterns, comma-separated, e.g. "
                                   "'Weave-DevOps-*,Weave-Web-1'."),
-    seeds: list[int] = typer.Option([0], "--seed", help="Task seed; repeat the option to validate every task on "
+    seeds: list[int] = typer.Option([0], "--seed", min=0, help="Task seed; repeat the option to validate every task on "
                                     "each seed (e.g. --seed 0 --seed 3 --seed 6: three variants of every task)."),
     profile: str | None = typer.Option(None, help="Only tasks that run on this image profile (base or full)."),
     repeat: int = typer.Option(1, min=1, help="Validate every task this many times per seed; reports the flake "
