@@ -147,6 +147,7 @@ test-full: image image-full
 # VALIDATE_WORKERS tasks run at once, one VM each: 2 suits a 2-core host.
 # --prepared-states makes each task's first reset restore the host's booted desktop instead of booting a VM
 # (about 100 s less per task here; the first-reset column then measures a restore).
+# Both redraw TASKS.svg from the TASKS.md they wrote, also after a violation (validate then exits 1, and so does make).
 VALIDATE_SEEDS ?= 0 3 6
 VALIDATE_REPEAT ?= 1
 VALIDATE_WORKERS ?= 2
@@ -158,10 +159,14 @@ validate-base: image
 		--json runs/validate-base.json
 	$(VENV)/bin/weavegym tasks --tasks-md TASKS.md --from-json runs/validate-base.json --keep TASKS.md \
 		--measured-with "\`weavegym validate 'Weave-*' --profile base $(strip $(VALIDATE_ARGS))\` (the other rows as they were)"
+	$(VENV)/bin/weavegym tasks --plot TASKS.svg --keep TASKS.md \
+		--plot-note "make validate-base (seeds $(VALIDATE_SEEDS)) and, for full-image tasks, TASKS.md's earlier rows"
 
 validate-full: image image-full
 	WEAVEGYM_CACHE_DIR=$(CACHE_DIR) $(VENV)/bin/weavegym validate 'Weave-*' $(VALIDATE_ARGS) \
-		--json runs/validate-full.json --tasks-md TASKS.md
+		--json runs/validate-full.json --tasks-md TASKS.md; status=$$?; \
+	$(VENV)/bin/weavegym tasks --plot TASKS.svg --keep TASKS.md --plot-note "make validate-full (seeds $(VALIDATE_SEEDS))"; \
+	exit $$status
 
 # The oracle and the random agent on one task, headless; results tables, HTML reports, VNC addresses.
 DEMO_TASK ?= Weave-DevOps-1

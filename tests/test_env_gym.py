@@ -197,7 +197,8 @@ def test_validate_cli_runs_the_adversaries_on_two_base_tasks(tmp_path) -> None:
     # Another seed of both, resumed from that file: only the new seed runs, task by task, beside the kept ones.
     first = json.loads(out.read_text())
     resumed = subprocess.run([sys.executable, "-m", "weavegym.cli", "validate", ",".join(CI_TASKS), "--seed", "0",
-                              "--seed", "1", "--resume", "--json", str(out), "--workers", "2", "--prepared-states"],
+                              "--seed", "1", "--resume", "--json", str(out), "--workers", "2", "--prepared-states",
+                              "--plot", str(tmp_path / "suite.svg")],
                              capture_output=True, text=True, timeout=600 * len(CI_TASKS))
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert f"kept {len(CI_TASKS)} task run(s)" in resumed.stderr
@@ -206,6 +207,12 @@ def test_validate_cli_runs_the_adversaries_on_two_base_tasks(tmp_path) -> None:
     assert [r for r in both if r["seed"] == 0] == first, "the kept runs are the first command's, untouched"
     assert all(r["violations"] == [] and r["results"]["oracle"]["score"] == 1.0 for r in both)
     assert {r["results"]["oracle"]["seed"] for r in both if r["seed"] == 1} == {1}
+    # The picture covers both seeds of both tasks: the oracle's 1.0 on each, and every adversary's marker.
+    svg = (tmp_path / "suite.svg").read_text()
+    assert "2 of 2 tasks validated, 0 of 4 task runs with a violation" in svg
+    for task_id in CI_TASKS:
+        assert f"{task_id} oracle: 1.00 in 2 run(s)" in svg
+        assert all(f"{task_id} {adversary}: highest" in svg for adversary in ("cli-only", "gui-only", "forger"))
 
 
 def test_validate_catches_a_task_whose_oracle_is_wrong() -> None:

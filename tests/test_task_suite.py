@@ -12,6 +12,7 @@ from pathlib import Path
 
 import gymnasium
 import pytest
+from validation_reports import validation_report as _report
 
 import weavegym.envs.tasks as registry
 from weavegym.envs.registration import register_draft
@@ -97,22 +98,6 @@ def test_tasks_md_lists_every_registered_task() -> None:
     # seed, every adversary again (runs named "<adversary>/infeasible") and the fabricator.
     assert pairs == [(t.id, a) for t in all_tasks() for a in adversary_rows(t)]
     assert ("Weave-DevOps-4", "fabricator/infeasible") in pairs
-
-
-def _report(task_id: str, repeat: int, *, oracle_s: float, reset_s: float, cached: float,
-            violations: list[str] | None = None, seed: int = 0) -> dict:
-    def run(seconds: float, reset: float, steps: int, score: float = 1.0, evaluation: dict | None = None) -> dict:
-        return {"score": score, "steps": steps, "seconds": seconds, "reset_s": reset, "evaluation": evaluation or {},
-                "switches": steps // 2}
-
-    zeroed = {"zeroed_by": ["NoDesktopTerminalWork"], "clauses": []}
-    capped = {"zeroed_by": [], "clauses": [{"name": "provenance_gui_1", "critical": True, "outcome": "failed"},
-                                           {"name": "minor", "critical": False, "outcome": "failed"}]}
-    return {"task_id": task_id, "repeat": repeat, "seed": seed, "violations": violations or [],
-            "results": {"oracle": run(reset_s + oracle_s, reset_s, 9), "noop": run(cached + 1, cached, 1),
-                        "cli-only": run(cached + 2, cached, 4, 0.25, capped),
-                        "gui-only": run(cached + 3, cached, 5, 0.0, zeroed),
-                        "forger": run(cached + 1, cached, 3, 0.0, capped)}}
 
 
 def test_task_stats_take_medians_and_count_flakes() -> None:

@@ -159,19 +159,28 @@ def tasks(
     measured_with: str = typer.Option("`weavegym validate`", help="TASKS.md: how the figures were measured."),
     keep: Path | None = typer.Option(None, "--keep", help="An earlier TASKS.md whose figures stay for the tasks "
                                      "that the --from-json files do not cover."),
+    plot: Path | None = typer.Option(None, "--plot", help="Draw the same figures as an SVG: each task's adversaries "
+                                     "against its pass threshold, and its times."),
+    plot_note: str = typer.Option("", help="--plot: a line under the title, e.g. the run the figures come from."),
 ) -> None:
     """List the registered tasks: id, profile, steps, clauses and why both channels are needed."""
     from rich.table import Table
 
     from weavegym.envs.tasks import draft_tasks, match_tasks
 
-    if tasks_md is not None:
-        from weavegym.ops.suite_report import stats_from_markdown, tasks_markdown
+    if tasks_md is not None or plot is not None:
+        from weavegym.ops.suite_plot import suite_svg
+        from weavegym.ops.suite_report import stats_from_markdown, suite_stats, tasks_markdown
 
         reports = [r for path in from_json for r in json.loads(path.read_text())]
         kept = stats_from_markdown(keep.read_text()) if keep is not None else None
-        tasks_md.write_text(tasks_markdown(match_tasks(pattern), reports, command=measured_with, kept=kept))
-        err.print(f"wrote {tasks_md} from {len(reports)} validation report(s)")
+        selected = match_tasks(pattern)
+        if tasks_md is not None:
+            tasks_md.write_text(tasks_markdown(selected, reports, command=measured_with, kept=kept))
+            err.print(f"wrote {tasks_md} from {len(reports)} validation report(s)")
+        if plot is not None:
+            plot.write_text(suite_svg(selected, suite_stats(reports, kept), subtitle=plot_note))
+            err.print(f"wrote {plot} from {len(reports)} validation report(s)" + (f" and {keep}" if keep else ""))
         return
     table = Table("id", "title", "profile", "max steps", "clauses", "why GUI and CLI")
     for task in match_tasks(pattern):
@@ -203,6 +212,8 @@ def validate(
                                "rate."),
     json_out: Path | None = typer.Option(None, "--json", help="Also write the full results (with evaluations)."),
     tasks_md: Path | None = typer.Option(None, "--tasks-md", help="Also write the TASKS.md table of these tasks."),
+    plot: Path | None = typer.Option(None, "--plot", help="Also draw the figures as an SVG (adversaries against "
+                                     "the pass threshold, times), as `weavegym tasks --plot` does."),
     workers: int = typer.Option(1, min=1, help="Tasks validated at once, one VM and one process each (a 2-core "
                                 "host gains from 2, not more)."),
     prepared_states: bool = typer.Option(False, help="Envs restore the host's prepared states (no boot per task)."),
@@ -284,11 +295,15 @@ def validate(
     if repeat > 1 or len(seeds) > 1:
         flaky = [s.task_id for s in stats.values() if s.flaky]
         err.print(f"{failed} of {total} task runs had a violation; flaky (mixed results): {', '.join(flaky) or 'none'}")
+    command = f"weavegym validate '{pattern}'" + (f" --profile {profile}" if profile else "") + \
+        "".join(f" --seed {seed}" for seed in seeds) + f" --repeat {repeat}" + \
+        (" --prepared-states" if prepared_states else "")
     if tasks_md is not None:
-        command = f"`weavegym validate '{pattern}'" + (f" --profile {profile}" if profile else "") + \
-            "".join(f" --seed {seed}" for seed in seeds) + f" --repeat {repeat}" + \
-            (" --prepared-states" if prepared_states else "") + "`"
-        tasks_md.write_text(tasks_markdown(selected, reports, command=command))
+        tasks_md.write_text(tasks_markdown(selected, reports, command=f"`{command}`"))
+    if plot is not None:
+        from weavegym.ops.suite_plot import suite_svg
+
+        plot.write_text(suite_svg(selected, stats, subtitle=command))
     if failed:
         err.print(f"[red]{failed} of {total} task run(s) violate the suite's rules[/red]")
         raise typer.Exit(1)

@@ -72,6 +72,11 @@ def task_stats(reports: Sequence[Report]) -> dict[str, TaskStats]:
     return stats
 
 
+def suite_stats(reports: Sequence[Report], kept: Mapping[str, TaskStats] | None = None) -> dict[str, TaskStats]:
+    """Every task's figures: from ``reports`` where they cover the task, else the ``kept`` ones."""
+    return {**(kept or {}), **task_stats(reports)}
+
+
 def stopped_by(evaluation: Mapping[str, Any]) -> str:
     """Why an episode did not pass, in a few words: the rules that zeroed it, else its failed critical clauses."""
     reasons = list(evaluation.get("zeroed_by") or [])
@@ -121,7 +126,7 @@ def tasks_markdown(tasks: Sequence[Task], reports: Sequence[Report], *, command:
 
     ``kept`` holds earlier figures (:func:`stats_from_markdown`) for tasks that ``reports`` does not cover.
     """
-    stats = {**(kept or {}), **task_stats(reports)}
+    stats = suite_stats(reports, kept)
     bad, total = flake_rate({t.id: stats[t.id] for t in tasks if t.id in stats})
     lines = [
         "# Tasks",
