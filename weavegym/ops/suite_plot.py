@@ -173,17 +173,17 @@ def _task_row(task: Task, s: TaskStats | None, y: int, layout: PlotLayout, time_
 
 
 def _axes(layout: PlotLayout, top: int, bottom: int, time_end: float) -> list[str]:
+    return [*_axis(layout.scores_x, layout.scores, 1.0, top, bottom,
+                   "highest score of each adversary over the task's runs"),
+            *_axis(layout.times_x, layout.times, time_end, top, bottom, "seconds (median over the task's runs)")]
+
+
+def _axis(x0: float, span: float, end: float, top: int, bottom: int, title: str) -> list[str]:
+    """Five grid lines from 0 to ``end`` over ``span`` pixels, their values, and the axis title under them."""
     out = []
     for k in range(5):
-        x = layout.scores_x + layout.scores * k / 4
+        x = x0 + span * k / 4
         out.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top}" y2="{bottom}" stroke="#eee"/>')
-        out.append(f'<text x="{x:.1f}" y="{bottom + 12}" text-anchor="middle">{k / 4:g}</text>')
-    out.append(f'<text x="{layout.scores_x + layout.scores / 2}" y="{bottom + 26}" text-anchor="middle">'
-               f'highest score of each adversary over the task\'s runs</text>')
-    for k in range(5):
-        x = layout.times_x + layout.times * k / 4
-        out.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top}" y2="{bottom}" stroke="#eee"/>')
-        out.append(f'<text x="{x:.1f}" y="{bottom + 12}" text-anchor="middle">{time_end * k / 4:g}</text>')
-    out.append(f'<text x="{layout.times_x + layout.times / 2}" y="{bottom + 26}" text-anchor="middle">'
-               f'seconds (median over the task\'s runs)</text>')
+        out.append(f'<text x="{x:.1f}" y="{bottom + 12}" text-anchor="middle">{end * k / 4:g}</text>')
+    out.append(f'<text x="{x0 + span / 2}" y="{bottom + 26}" text-anchor="middle">{escape(title)}</text>')
     return out
