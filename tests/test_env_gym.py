@@ -18,6 +18,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import weavegym
+from weavegym.core.deadline import wait_for
 from weavegym.envs.tasks import DOMAINS, all_tasks, get_task
 from weavegym.envs.weave_env import WeaveEnv
 from weavegym.ops.validation import validate_task
@@ -213,6 +214,35 @@ def test_validate_cli_runs_the_adversaries_on_two_base_tasks(tmp_path) -> None:
     for task_id in CI_TASKS:
         assert f"{task_id} oracle: 1.00 in 2 run(s)" in svg
         assert all(f"{task_id} {adversary}: highest" in svg for adversary in ("cli-only", "gui-only", "forger"))
+
+
+def _qemu_running(owner_pid: int) -> bool:
+    mark = f"guest=weavegym-{owner_pid}-".encode()
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        with contextlib.suppress(OSError):  # a process that ended meanwhile
+            if mark in cmdline.read_bytes():
+                return True
+    return False
+
+
+def test_validate_runs_a_task_again_when_its_vm_is_killed(tmp_path: Path) -> None:
+    """A lost VM is an env error, not a score: the task runs again on a new VM, and the report says so."""
+    out = tmp_path / "v.json"
+    proc = subprocess.Popen([sys.executable, "-m", "weavegym.cli", "validate", "Weave-DevOps-1", "--prepared-states",
+                             "--json", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        wait_for(lambda: _qemu_running(proc.pid), 300, what="the validation's VM")
+        _kill_qemu_of(proc.pid)
+        _, stderr = proc.communicate(timeout=1100)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, stderr[-3000:]
+    assert "1 task run(s) ended in an env error; running them again (1 of 1): Weave-DevOps-1 seed 0" in stderr
+    (report,) = json.loads(out.read_text())
+    assert report["violations"] == [] and report["results"]["oracle"]["score"] == 1.0
+    assert len(report["earlier_errors"]) == 1 and report["error"] is None
 
 
 def test_validate_catches_a_task_whose_oracle_is_wrong() -> None:

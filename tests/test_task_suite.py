@@ -147,6 +147,15 @@ def test_tasks_md_reads_back_into_the_figures_it_was_written_from() -> None:
     assert "| 9 | 4 | 3.0 | 5.0 | 1.0 | 1/1 | 0 |" in newer and "0 of 1 task runs" in newer
 
 
+def test_a_run_retried_after_an_env_error_is_counted_in_its_row() -> None:
+    reports = [_report(TASKS[0].id, 0, oracle_s=10, reset_s=40, cached=1.0, seed=seed) for seed in (0, 3)]
+    reports[1]["earlier_errors"] = ["AgentUnavailableError: Shell: Stream removed (Socket closed)"]
+    text = tasks_markdown(TASKS[:1], reports, command="x")
+    assert "| 2/2, 1 retried | 0, 3 |" in text
+    kept = stats_from_markdown(text)
+    assert kept[TASKS[0].id].retried == 1 and tasks_markdown(TASKS[:1], [], command="x", kept=kept) == text
+
+
 def test_reports_saved_before_the_switch_count_show_it_unknown() -> None:
     report = _report(TASKS[0].id, 0, oracle_s=10, reset_s=40, cached=1.0)
     del report["results"]["oracle"]["switches"]

@@ -166,3 +166,28 @@ def test_a_resumed_run_with_nothing_left_boots_nothing_and_writes_the_table(tmp_
     assert refused.returncode == 2 and "--resume needs --json" in refused.stderr
     negative = subprocess.run([*cmd[:5], "--seed", "-1"], capture_output=True, text=True, timeout=100, env=env)
     assert negative.returncode == 2 and "greater than or equal to 0" in negative.stderr  # before any VM boots
+
+
+@pytest.mark.timeout(120)
+def test_a_run_that_ended_in_an_env_error_runs_again_and_keeps_the_error(tmp_path: Path) -> None:
+    """No image in the cache: every task run ends in an env error (this tier has no VM), the kind a lost VM gives.
+
+    It runs again once by default, and the report says what it replaced; the exit says the violations are env
+    errors. With --retry-errors 0 it runs once."""
+    ids = ["Weave-Web-1", "Weave-Data-1"]
+    path = tmp_path / "v.json"
+    cmd = [sys.executable, "-c", "from weavegym.cli import main; main()", "validate", ",".join(ids), "--json",
+           str(path), "--workers", "2"]
+    env = dict(os.environ, WEAVEGYM_CACHE_DIR=str(tmp_path / "no-cache"), COLUMNS="300")
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=100, env=env)
+    assert done.returncode == 1
+    assert "2 task run(s) ended in an env error; running them again (1 of 1)" in done.stderr
+    assert "2 of them ended in an env error, not with scores" in done.stderr
+    reports = json.loads(path.read_text())
+    assert [r["task_id"] for r in reports] == ids
+    for report in reports:
+        assert "no 'base' image" in report["error"] or "no 'full' image" in report["error"]
+        assert report["earlier_errors"] == [report["error"]]
+    once = subprocess.run([*cmd, "--retry-errors", "0"], capture_output=True, text=True, timeout=100, env=env)
+    assert once.returncode == 1 and "running them again" not in once.stderr
+    assert all("earlier_errors" not in r for r in json.loads(path.read_text()))

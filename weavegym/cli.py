@@ -220,6 +220,9 @@ def validate(
     record: Path | None = typer.Option(None, help="Write every run's episode (frames, steps, evaluation) under "
                                        "this folder (a folder per seed when there are several), as `weavegym run "
                                        "--out` does: `weavegym report` shows them."),
+    retry_errors: int = typer.Option(1, min=0, help="Run a task again, up to this many times, when its run ended in "
+                                     "an env error (a VM or the agent lost, a worker died) rather than with scores; "
+                                     "the report keeps the errors it replaced."),
     resume: bool = typer.Option(False, help="Keep the finished task runs the --json file holds for these seeds and "
                                 "this code, and run only the rest (a suite run cut short goes on where it stopped; "
                                 "runs made by other code, or that ended in an env error, run again; the code is "
@@ -258,11 +261,14 @@ def validate(
     if resume and json_out is not None:
         err.print(carried.summary(json_out))
     finished: dict[Job, dict[str, object]] = dict(carried.kept)
+    earlier_errors: dict[Job, list[str]] = {}  # jobs run again after an env error: those errors, oldest first
 
     def save(job: Job, report: dict[str, object]) -> None:
         """Keep the report; the file is rewritten as runs finish, so a long suite run keeps what it measured.
 
         A report whose task's code changed on disk while the run went on is stamped as no code's."""
+        if job in earlier_errors:
+            report = {**report, "earlier_errors": earlier_errors[job]}
         finished[job], changed = stamp_unless_changed(report, job[0], task_module(get_task(job[2])), codes[job[2]])
         if changed:
             err.print(f"[yellow]{job[2]}: its code changed during the run; its report will not be resumed[/yellow]")
@@ -277,12 +283,25 @@ def validate(
 
     columns = (TextColumn("{task.description:<40}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=err) as bar:
-        overall = bar.add_task("runs", total=sum(run_count(get_task(task_id)) for _s, _k, task_id in jobs))
+        planned = sum(run_count(get_task(task_id)) for _s, _k, task_id in jobs)
+        overall = bar.add_task("runs", total=planned)
         bar.update(overall, advance=sum(run_count(get_task(task_id)) for _s, _k, task_id in carried.kept))
-        if workers == 1:
-            _validate_serially(todo, bar, overall, save, prepared_states, record_to)
-        elif todo:
-            _validate_in_parallel(todo, workers, bar, overall, save, prepared_states, record_to)
+        batch = todo
+        for attempt in range(retry_errors + 1):
+            if attempt:  # an env error says nothing of the task's scores: give it another VM
+                for job in batch:
+                    earlier_errors[job] = [*earlier_errors.get(job, []), str(finished[job]["error"])]
+                err.print(f"{len(batch)} task run(s) ended in an env error; running them again "
+                          f"({attempt} of {retry_errors}): {', '.join(f'{t} seed {sd}' for sd, _k, t in batch)}")
+                planned += sum(run_count(get_task(task_id)) for _s, _k, task_id in batch)
+                bar.update(overall, total=planned)
+            if workers == 1:
+                _validate_serially(batch, bar, overall, save, prepared_states, record_to)
+            elif batch:
+                _validate_in_parallel(batch, workers, bar, overall, save, prepared_states, record_to)
+            batch = [job for job in batch if finished[job].get("error")]
+            if not batch:
+                break
     reports = in_job_order(jobs, finished)
     if json_out is not None:  # also when nothing was left to run: the file then holds this run's jobs only
         json_out.write_text(json.dumps(reports, indent=2))
@@ -305,7 +324,10 @@ def validate(
 
         plot.write_text(suite_svg(selected, stats, subtitle=command))
     if failed:
-        err.print(f"[red]{failed} of {total} task run(s) violate the suite's rules[/red]")
+        errors = sum(1 for report in reports if report.get("error"))
+        err.print(f"[red]{failed} of {total} task run(s) violate the suite's rules[/red]" +
+                  (f" ({errors} of them ended in an env error, not with scores: run again with --resume to retry "
+                   "them)" if errors else ""))
         raise typer.Exit(1)
 
 

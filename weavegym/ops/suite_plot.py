@@ -138,7 +138,8 @@ def _task_row(task: Task, s: TaskStats | None, y: int, layout: PlotLayout, time_
     middle = y + layout.row / 2
     violated = s is not None and s.clean < s.runs
     colour = VIOLATION_COLOUR if violated else "#222"
-    runs = "not measured" if s is None else f"{s.clean}/{s.runs} clean"
+    runs = "not measured" if s is None else f"{s.clean}/{s.runs} clean" + (
+        f", {s.retried} retried after an env error" if s.retried else "")
     out = [f'<text x="8" y="{middle + 4:.1f}" fill="{colour}">{escape(task.id.removeprefix("Weave-"))}'
            f'<title>{escape(f"{task.id}: {task.title} ({runs})")}</title></text>',
            f'<text x="{layout.label - 8}" y="{middle + 4:.1f}" text-anchor="end" fill="{colour}" '

@@ -37,6 +37,7 @@ class TaskStats:
     # adversary -> (runs, highest score, what stopped it: rules that zeroed it, else failed critical clauses)
     adversaries: Mapping[str, tuple[int, float, str]] = field(default_factory=dict)
     seeds: tuple[int, ...] = ()  # the seeds validated (a task with infeasible variants: the first of each pair)
+    retried: int = 0  # task runs that ended in an env error and ran again (their "earlier_errors")
 
     @property
     def flaky(self) -> bool:
@@ -68,7 +69,8 @@ def task_stats(reports: Sequence[Report]) -> dict[str, TaskStats]:
             first_reset_s=_median(o["reset_s"] for o in oracle),
             cached_reset_s=_median(cached),
             adversaries=_adversary_stats(group),
-            seeds=tuple(sorted({int(r["seed"]) for r in group if isinstance(r.get("seed"), int)})))
+            seeds=tuple(sorted({int(r["seed"]) for r in group if isinstance(r.get("seed"), int)})),
+            retried=sum(1 for r in group if r.get("earlier_errors")))
     return stats
 
 
@@ -141,7 +143,8 @@ def tasks_markdown(tasks: Sequence[Task], reports: Sequence[Report], *, command:
         "- **first reset**: a fresh env's first reset with this seed: VM boot, task setup, task snapshot.",
         "- **reset**: later resets, which load the cached task snapshot.",
         f"- **clean runs**: task runs with no violation (oracle 1.0, noop 0, each adversary below the "
-        f"threshold). Violations in all: {bad} of {total} task runs.",
+        f"threshold). Violations in all: {bad} of {total} task runs. 'retried': runs that ended in an env error "
+        "(a VM or the agent lost, not a score) and ran again; only the run that finished counts.",
         "- **seeds**: the seeds the task was validated on, each a different variant (a task with infeasible "
         "variants runs from each on its first feasible and its first infeasible seed).",
         "- **two accounts**: the task declares which files each channel must write (provenance clauses); "
@@ -156,7 +159,7 @@ def tasks_markdown(tasks: Sequence[Task], reports: Sequence[Report], *, command:
         measured = (["–"] * 7 if s is None else
                     [str(s.oracle_steps or "–"), _count(s.oracle_switches), _seconds(s.oracle_s),
                      _seconds(s.first_reset_s),
-                     _seconds(s.cached_reset_s), f"{s.clean}/{s.runs}", ", ".join(map(str, s.seeds)) or "–"])
+                     _seconds(s.cached_reset_s), _clean_runs(s), ", ".join(map(str, s.seeds)) or "–"])
         ported = "yes" if task.deliverables else "not yet"
         cells = [task.id, task.title, task.profile, ", ".join(task.apps), str(len(task.clauses)), ported, *measured,
                  task.channels.why_both]
@@ -186,6 +189,10 @@ def tasks_markdown(tasks: Sequence[Task], reports: Sequence[Report], *, command:
             runs, worst, reasons = s.adversaries[run]
             lines.append(_row([task.id, run, str(runs), f"{worst:.2f}", f"{task.pass_threshold:g}", reasons]))
     return "\n".join(lines) + "\n"
+
+
+def _clean_runs(s: TaskStats) -> str:
+    return f"{s.clean}/{s.runs}" + (f", {s.retried} retried" if s.retried else "")
 
 
 def _count(value: int | None) -> str:
@@ -230,11 +237,13 @@ def stats_from_markdown(text: str) -> dict[str, TaskStats]:
         task_id, (steps, switches, oracle_s, first_reset_s, cached_reset_s, clean_runs, seeds) = cells[0], cells[6:13]
         if clean_runs == "–":
             continue
-        clean, runs = (int(n) for n in clean_runs.split("/"))
+        ratio, _, retried = clean_runs.partition(", ")
+        clean, runs = (int(n) for n in ratio.split("/"))
         stats[task_id] = TaskStats(
             task_id=task_id, runs=runs, clean=clean, oracle_steps=None if steps == "–" else int(steps),
             oracle_switches=None if switches == "–" else int(switches),
             oracle_s=_number(oracle_s), first_reset_s=_number(first_reset_s),
             cached_reset_s=_number(cached_reset_s), adversaries=adversaries.get(task_id, {}),
-            seeds=() if seeds == "–" else tuple(int(seed) for seed in seeds.split(",")))
+            seeds=() if seeds == "–" else tuple(int(seed) for seed in seeds.split(",")),
+            retried=int(retried.split()[0]) if retried else 0)
     return stats
