@@ -195,6 +195,7 @@ def test_validate_cli_runs_the_adversaries_on_two_base_tasks(tmp_path) -> None:
     assert "provenance_gui_2" in failed["cli-only"] and "provenance_gui_2" in failed["forger"]
     assert "redacted_png" not in failed["forger"]  # the content was right: only provenance stopped it
     assert "Weave-DevOps-1" in result.stdout and "ok" in result.stdout
+    assert all(f"] {task_id} seed 0 #1: clean (" in result.stderr for task_id in CI_TASKS), result.stderr
     # Another seed of both, resumed from that file: only the new seed runs, task by task, beside the kept ones.
     first = json.loads(out.read_text())
     resumed = subprocess.run([sys.executable, "-m", "weavegym.cli", "validate", ",".join(CI_TASKS), "--seed", "0",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -183,6 +184,10 @@ def test_a_run_that_ended_in_an_env_error_runs_again_and_keeps_the_error(tmp_pat
     assert done.returncode == 1
     assert "2 task run(s) ended in an env error; running them again (1 of 1)" in done.stderr
     assert "2 of them ended in an env error, not with scores" in done.stderr
+    # A line per finished task run, for logs where no bar is drawn (and the file is replaced whole, never torn).
+    assert re.search(r"\d\d:\d\d:\d\d \[1/2\] Weave-Web-1 seed 0 #1: env error: HostSetupError: no 'full' image",
+                     done.stderr), done.stderr
+    assert not (tmp_path / ".v.json.partial").exists()
     reports = json.loads(path.read_text())
     assert [r["task_id"] for r in reports] == ids
     for report in reports:

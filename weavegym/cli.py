@@ -6,9 +6,11 @@ import json
 import os
 import signal
 import sys
+import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
@@ -272,8 +274,9 @@ def validate(
         finished[job], changed = stamp_unless_changed(report, job[0], task_module(get_task(job[2])), codes[job[2]])
         if changed:
             err.print(f"[yellow]{job[2]}: its code changed during the run; its report will not be resumed[/yellow]")
+        err.print(_finished_line(job, finished[job], f"{len(finished)}/{len(jobs)}"), markup=False, highlight=False)
         if json_out is not None:
-            json_out.write_text(json.dumps(in_job_order(jobs, finished), indent=2))
+            _write_atomically(json_out, json.dumps(in_job_order(jobs, finished), indent=2))
 
     todo = [job for job in jobs if job not in finished]
 
@@ -304,7 +307,7 @@ def validate(
                 break
     reports = in_job_order(jobs, finished)
     if json_out is not None:  # also when nothing was left to run: the file then holds this run's jobs only
-        json_out.write_text(json.dumps(reports, indent=2))
+        _write_atomically(json_out, json.dumps(reports, indent=2))
     if record is not None:
         where = [record_to(seed) for seed in seeds]
         err.print(f"episodes: {', '.join(map(str, where))} (`weavegym report {where[0]}`)")
@@ -329,6 +332,28 @@ def validate(
                   (f" ({errors} of them ended in an env error, not with scores: run again with --resume to retry "
                    "them)" if errors else ""))
         raise typer.Exit(1)
+
+
+def _finished_line(job: tuple[int, int, str], report: Mapping[str, Any], progress: str) -> str:
+    """One line per finished task run, above the bar: a suite run's log (nohup, CI) shows its progress too, where
+    rich draws no bar."""
+    seed, k, task_id = job
+    violations = list(report.get("violations") or [])
+    results = (report.get("results") or {}).values()
+    if report.get("error"):
+        verdict = f"env error: {report['error']}"
+    else:
+        verdict = "clean" if not violations else f"{len(violations)} violation(s): {'; '.join(violations)}"
+        verdict += f" ({sum(float(r.get('seconds', 0)) for r in results) / 60:.1f} min)"
+    line = f"{time.strftime('%H:%M:%S')} [{progress}] {task_id} seed {seed} #{k + 1}: {verdict}"
+    return line if len(line) <= 200 else line[:199] + "…"
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """Replace ``path`` whole: a suite run stopped mid-write must leave the last good file for --resume."""
+    partial = path.with_name(f".{path.name}.partial")
+    partial.write_text(text)
+    os.replace(partial, path)
 
 
 def _validate_serially(jobs: list[tuple[int, int, str]], bar: Progress, overall: TaskID,
