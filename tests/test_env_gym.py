@@ -217,23 +217,27 @@ def test_validate_cli_runs_the_adversaries_on_two_base_tasks(tmp_path) -> None:
         assert all(f"{task_id} {adversary}: highest" in svg for adversary in ("cli-only", "gui-only", "forger"))
 
 
-def _qemu_running(owner_pid: int) -> bool:
+def _qemu_busy(owner_pid: int, cpu_s: float) -> bool:
+    """Whether the QEMU of ``owner_pid``'s VM has run ``cpu_s`` of CPU: its guest is up and at work, not starting."""
     mark = f"guest=weavegym-{owner_pid}-".encode()
     for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
         with contextlib.suppress(OSError):  # a process that ended meanwhile
             if mark in cmdline.read_bytes():
-                return True
+                fields = (cmdline.parent / "stat").read_text().rpartition(")")[2].split()
+                return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK") >= cpu_s
     return False
 
 
 def test_validate_runs_a_task_again_when_its_vm_is_killed(tmp_path: Path) -> None:
-    """A lost VM is an env error, not a score: the task runs again on a new VM, and the report says so."""
+    """A lost VM is an env error, not a score: the task runs again on a new VM, and the report says so.
+
+    The VM is killed once it has worked 20 s of CPU, so mid-episode, as a host's OOM killer would."""
     out = tmp_path / "v.json"
     proc = subprocess.Popen([sys.executable, "-m", "weavegym.cli", "validate", "Weave-DevOps-1", "--prepared-states",
                              "--json", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True, env=dict(os.environ, COLUMNS="300"))  # rich: no wrapping
     try:
-        wait_for(lambda: _qemu_running(proc.pid), 300, what="the validation's VM")
+        wait_for(lambda: _qemu_busy(proc.pid, 20.0), 300, what="the validation's VM at work")
         _kill_qemu_of(proc.pid)
         _, stderr = proc.communicate(timeout=1100)
     finally:
@@ -244,6 +248,7 @@ def test_validate_runs_a_task_again_when_its_vm_is_killed(tmp_path: Path) -> Non
     (report,) = json.loads(out.read_text())
     assert report["violations"] == [] and report["results"]["oracle"]["score"] == 1.0
     assert len(report["earlier_errors"]) == 1 and report["error"] is None
+    assert "Weave-DevOps-1 seed 0 #1: env error: " in stderr  # the lost run's line, before the retry's "clean"
 
 
 def test_validate_catches_a_task_whose_oracle_is_wrong() -> None:
