@@ -127,6 +127,8 @@ def test_carry_over_keeps_only_finished_runs_of_this_code_and_job_list(tmp_path:
     carried = carry_over(path, jobs, CODES)
     assert list(carried.kept) == [(0, 0, "Weave-Data-1"), (3, 0, "Weave-Data-1")]
     assert (carried.other_code, carried.failed, carried.unknown) == (1, 1, 3)
+    # The run that ended in an env error runs again, and its new report will say what it replaced.
+    assert carried.errors == {(0, 0, "Weave-Docs-1"): ["worker failed: BrokenProcessPool"]}
     assert "kept 2 task run(s)" in carried.summary(path) and "1 made by other code" in carried.summary(path)
     assert carry_over(tmp_path / "absent.json", jobs, CODES).kept == {}
     path.write_text('{"not": "a list"}')
@@ -185,7 +187,8 @@ def test_a_run_that_ended_in_an_env_error_runs_again_and_keeps_the_error(tmp_pat
     assert "2 task run(s) ended in an env error; running them again (1 of 1)" in done.stderr
     assert "2 of them ended in an env error, not with scores" in done.stderr
     # A line per finished task run, for logs where no bar is drawn (and the file is replaced whole, never torn).
-    assert re.search(r"\d\d:\d\d:\d\d \[1/2\] Weave-Web-1 seed 0 #1: env error: HostSetupError: no 'full' image",
+    # (two workers: either task may finish first)
+    assert re.search(r"\d\d:\d\d:\d\d \[[12]/2\] Weave-Web-1 seed 0 #1: env error: HostSetupError: no 'full' image",
                      done.stderr), done.stderr
     assert not (tmp_path / ".v.json.partial").exists()
     reports = json.loads(path.read_text())
@@ -193,6 +196,13 @@ def test_a_run_that_ended_in_an_env_error_runs_again_and_keeps_the_error(tmp_pat
     for report in reports:
         assert "no 'base' image" in report["error"] or "no 'full' image" in report["error"]
         assert report["earlier_errors"] == [report["error"]]
+    # Resumed, they run again (each once more, with no retry); each report lists every error it replaced.
+    resumed = subprocess.run([*cmd, "--resume", "--retry-errors", "0"], capture_output=True, text=True, timeout=100,
+                             env=env)
+    assert resumed.returncode == 1 and "running them again" not in resumed.stderr
+    assert "2 that ended in an env error will run again" in resumed.stderr
+    assert all(len(r["earlier_errors"]) == 2 for r in json.loads(path.read_text()))
+    path.unlink()
     once = subprocess.run([*cmd, "--retry-errors", "0"], capture_output=True, text=True, timeout=100, env=env)
     assert once.returncode == 1 and "running them again" not in once.stderr
     assert all("earlier_errors" not in r for r in json.loads(path.read_text()))

@@ -263,7 +263,8 @@ def validate(
     if resume and json_out is not None:
         err.print(carried.summary(json_out))
     finished: dict[Job, dict[str, object]] = dict(carried.kept)
-    earlier_errors: dict[Job, list[str]] = {}  # jobs run again after an env error: those errors, oldest first
+    # Jobs run again after an env error (in this run, or in the run --resume goes on from): those errors, oldest first.
+    earlier_errors: dict[Job, list[str]] = dict(carried.errors)
 
     def save(job: Job, report: dict[str, object]) -> None:
         """Keep the report; the file is rewritten as runs finish, so a long suite run keeps what it measured.

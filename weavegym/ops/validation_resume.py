@@ -19,7 +19,7 @@ import hashlib
 import json
 import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -155,6 +155,8 @@ class Carried:
     other_code: int = 0  # made by other code: run again
     failed: int = 0  # ended in an env error (a worker died, a VM failed): run again
     unknown: int = 0  # not one of this run's jobs (another pattern, seed or repeat count): dropped from the file
+    # The env errors of the failed ones (with those they had replaced), for the report of their new run.
+    errors: dict[Job, list[str]] = field(default_factory=dict)
 
     def summary(self, path: Path) -> str:
         parts = [f"kept {len(self.kept)} task run(s) from {path}"]
@@ -180,6 +182,7 @@ def carry_over(path: Path, jobs: Sequence[Job], codes: Mapping[str, str]) -> Car
     wanted = set(jobs)
     kept: dict[Job, dict[str, Any]] = {}
     other = failed = unknown = 0
+    errors: dict[Job, list[str]] = {}
     for report in reports:
         job = job_of(report)
         if job not in wanted or job in kept:
@@ -188,9 +191,10 @@ def carry_over(path: Path, jobs: Sequence[Job], codes: Mapping[str, str]) -> Car
             other += 1
         elif report.get("error"):
             failed += 1
+            errors[job] = [*report.get("earlier_errors", []), str(report["error"])]
         else:
             kept[job] = report
-    return Carried(kept, other, failed, unknown)
+    return Carried(kept, other, failed, unknown, errors)
 
 
 def in_job_order(jobs: Sequence[Job], reports: Mapping[Job, dict[str, Any]]) -> list[dict[str, Any]]:
