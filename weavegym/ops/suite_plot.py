@@ -26,7 +26,7 @@ class PlotLayout:
     scores: int = 330  # the 0..1 score axis
     gap: int = 40
     times: int = 260  # oracle and first-reset seconds
-    top: int = 74  # title and legend
+    top: int = 90  # title and legend
     bottom: int = 34  # axis labels
 
     @property
@@ -98,7 +98,7 @@ def suite_svg(tasks: Sequence[Task], stats: Mapping[str, TaskStats], *, subtitle
         f'tasks validated, {bad} of {total} task runs with a violation</text>',
         f'<text x="8" y="34" fill="#555">{escape(subtitle)}</text>',
     ]
-    out += _legend(layout)
+    out += _legend()
     rows: list[str] = []
     y = layout.top
     domain = None
@@ -116,15 +116,17 @@ def suite_svg(tasks: Sequence[Task], stats: Mapping[str, TaskStats], *, subtitle
     return "\n".join(out) + "\n"
 
 
-def _legend(layout: PlotLayout) -> list[str]:
+def _legend() -> list[str]:
+    """Two lines: the markers, then the threshold and the time bars."""
     y = 56
     items = [("oracle, every run 1.0", ORACLE_COLOUR, "circle"), *((name, *MARKERS[name]) for name in MARKERS),
-             ("quitter, infeasible seed", *OTHER_MARKER)]
+             ("quitter, fabricator, infeasible-seed runs", *OTHER_MARKER)]
     out, x = [], 8.0
     for name, colour, shape in items:
         out.append(_marker(shape, x + 5, y - 4, colour, name))
         out.append(f'<text x="{x + 14:.0f}" y="{y}">{escape(name)}</text>')
         x += 24 + 6.2 * len(name)
+    x, y = 8.0, y + 18
     out.append(f'<line x1="{x + 4:.0f}" x2="{x + 4:.0f}" y1="{y - 10}" y2="{y + 2}" stroke="{VIOLATION_COLOUR}" '
                f'stroke-width="2"/><text x="{x + 10:.0f}" y="{y}">pass threshold</text>')
     x += 110
