@@ -340,12 +340,12 @@ def _finished_line(job: tuple[int, int, str], report: Mapping[str, Any], progres
     rich draws no bar."""
     seed, k, task_id = job
     violations = list(report.get("violations") or [])
-    results = (report.get("results") or {}).values()
     if report.get("error"):
         verdict = f"env error: {report['error']}"
     else:
         verdict = "clean" if not violations else f"{len(violations)} violation(s): {'; '.join(violations)}"
-        verdict += f" ({sum(float(r.get('seconds', 0)) for r in results) / 60:.1f} min)"
+        if "wall_s" in report:  # the whole job: the VM's start or restore and its close too
+            verdict += f" ({float(report['wall_s']) / 60:.1f} min)"
     line = f"{time.strftime('%H:%M:%S')} [{progress}] {task_id} seed {seed} #{k + 1}: {verdict}"
     return line if len(line) <= 200 else line[:199] + "…"
 
@@ -372,9 +372,11 @@ def _validate_serially(jobs: list[tuple[int, int, str]], bar: Progress, overall:
         def advance(run: str, result: object, task_id: str = task_id) -> None:
             bar.update(overall, advance=1, description=f"{task_id} {run} done")
 
+        started = time.monotonic()
         report = validate_task(get_task(task_id), seed=seed, on_run=advance, prepared_states=prepared_states,
                                record=record_to(seed), repeat=k)
-        save((seed, k, task_id), asdict(report) | {"violations": report.violations(), "repeat": k})
+        save((seed, k, task_id), asdict(report) | {"violations": report.violations(), "repeat": k,
+                                                   "wall_s": round(time.monotonic() - started, 1)})
 
 
 def _validate_in_parallel(jobs: list[tuple[int, int, str]], workers: int, bar: Progress, overall: TaskID,
@@ -486,10 +488,12 @@ def _validate_job(task_id: str, seed: int, repeat: int, prepared_states: bool,
     another VM while the parent was stopping."""
     from weavegym.ops.validation import validate_by_id
 
+    started = time.monotonic()
     try:
-        return validate_by_id(task_id, seed, repeat, prepared_states, record)
+        report = validate_by_id(task_id, seed, repeat, prepared_states, record)
     except KeyboardInterrupt:
         os._exit(130)
+    return report | {"wall_s": round(time.monotonic() - started, 1)}
 
 
 def _unwind_on_sigterm(parent: int) -> None:
