@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import statistics
 import sys
 import time
 from collections.abc import Mapping
@@ -265,6 +266,7 @@ def validate(
     finished: dict[Job, dict[str, object]] = dict(carried.kept)
     # Jobs run again after an env error (in this run, or in the run --resume goes on from): those errors, oldest first.
     earlier_errors: dict[Job, list[str]] = dict(carried.errors)
+    walls: list[float] = []  # wall time of each job this run finished
 
     def save(job: Job, report: dict[str, object]) -> None:
         """Keep the report; the file is rewritten as runs finish, so a long suite run keeps what it measured.
@@ -275,7 +277,10 @@ def validate(
         finished[job], changed = stamp_unless_changed(report, job[0], task_module(get_task(job[2])), codes[job[2]])
         if changed:
             err.print(f"[yellow]{job[2]}: its code changed during the run; its report will not be resumed[/yellow]")
-        err.print(_finished_line(job, finished[job], f"{len(finished)}/{len(jobs)}"), markup=False, highlight=False)
+        if not report.get("error") and "wall_s" in report:  # a run lost early says nothing of how long runs take
+            walls.append(float(str(report["wall_s"])))
+        progress = f"{len(finished)}/{len(jobs)}" + _time_left(walls, len(jobs) - len(finished), workers)
+        err.print(_finished_line(job, finished[job], progress), markup=False, highlight=False)
         if json_out is not None:
             _write_atomically(json_out, json.dumps(in_job_order(jobs, finished), indent=2))
 
@@ -333,6 +338,16 @@ def validate(
                   (f" ({errors} of them ended in an env error, not with scores: run again with --resume to retry "
                    "them)" if errors else ""))
         raise typer.Exit(1)
+
+
+def _time_left(walls: list[float], left: int, workers: int) -> str:
+    """About how long the jobs left take, from the median job so far: a suite run is hours long."""
+    if not walls or not left:
+        return ""
+    minutes = round(statistics.median(walls) * left / workers / 60)
+    if minutes >= 60:
+        return f", about {minutes // 60} h {minutes % 60:02d} min left"
+    return f", about {minutes} min left" if minutes else ", under a minute left"
 
 
 def _finished_line(job: tuple[int, int, str], report: Mapping[str, Any], progress: str) -> str:
