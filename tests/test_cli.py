@@ -63,12 +63,12 @@ def test_a_weavegym_error_is_one_line_and_debug_shows_the_traceback(tmp_path: Pa
     assert verbose.returncode == 1 and "HostSetupError" in verbose.stderr and len(verbose.stderr.splitlines()) > 10
 
 
-def test_validate_estimates_the_time_left_from_the_median_job() -> None:
+def test_validate_estimates_the_time_left_from_the_mean_job() -> None:
     from weavegym.cli import _time_left
 
     assert _time_left([], 10, 2) == ""  # nothing finished yet: no guess
     assert _time_left([240.0, 180.0, 1200.0], 0, 2) == ""
-    # The median job (4 min), 150 jobs left on 2 workers: 300 min.
-    assert _time_left([240.0, 180.0, 1200.0, 250.0, 230.0], 150, 2) == ", about 5 h 00 min left"
+    # The mean job (6 min: one slow task counts in full), 100 jobs left on 2 workers: 300 min.
+    assert _time_left([240.0, 180.0, 1200.0, 180.0, 0.0], 100, 2) == ", about 5 h 00 min left"
     assert _time_left([120.0], 3, 2) == ", about 3 min left"
     assert _time_left([10.0], 1, 2) == ", under a minute left"
