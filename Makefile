@@ -141,8 +141,10 @@ test-full: image image-full
 # Every task on each of VALIDATE_SEEDS (a different variant each), VALIDATE_REPEAT times per seed (the flake rate),
 # and the TASKS.md table from those runs. validate-full is the suite's record: about 7 hours for 60 tasks on
 # three seeds with two workers here, and resumable: run it again and it goes on from the runs its JSON file holds,
-# keeping those whose task code (the task's own modules and everything outside the suite) is unchanged. Delete
-# runs/validate-full.json to start over. Never beside `make test`: a VM test restarts libvirtd host-wide.
+# keeping those whose task code (the task's own modules and everything outside the suite) is unchanged. That file
+# is TASKS.json, committed beside TASKS.md: it is the record TASKS.md is made from, and a run that outlasts a
+# sitting or a machine goes on from it in a fresh clone. Delete it to start over. Never beside `make test`: a VM
+# test restarts libvirtd host-wide.
 # validate-base needs only the base image and keeps the other tasks' rows of TASKS.md.
 # VALIDATE_WORKERS tasks run at once, one VM each: 2 suits a 2-core host.
 # --prepared-states makes each task's first reset restore the host's booted desktop instead of booting a VM
@@ -152,6 +154,7 @@ VALIDATE_SEEDS ?= 0 3 6
 VALIDATE_REPEAT ?= 1
 VALIDATE_WORKERS ?= 2
 VALIDATE_FLAGS ?= --prepared-states --resume
+VALIDATE_JSON ?= TASKS.json
 VALIDATE_ARGS = $(foreach seed,$(VALIDATE_SEEDS),--seed $(seed)) --repeat $(VALIDATE_REPEAT) \
 	--workers $(VALIDATE_WORKERS) $(VALIDATE_FLAGS)
 validate-base: image
@@ -164,7 +167,7 @@ validate-base: image
 
 validate-full: image image-full
 	WEAVEGYM_CACHE_DIR=$(CACHE_DIR) $(VENV)/bin/weavegym validate 'Weave-*' $(VALIDATE_ARGS) \
-		--json runs/validate-full.json --tasks-md TASKS.md; status=$$?; \
+		--json $(VALIDATE_JSON) --tasks-md TASKS.md; status=$$?; \
 	$(VENV)/bin/weavegym tasks --plot TASKS.svg --keep TASKS.md --plot-note "make validate-full (seeds $(VALIDATE_SEEDS))"; \
 	exit $$status
 

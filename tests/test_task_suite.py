@@ -182,6 +182,26 @@ def test_committed_tasks_md_reads_back_unchanged() -> None:
     assert table(regenerated) == table(text)
 
 
+def test_committed_tasks_md_rows_are_those_tasks_json_makes() -> None:
+    """TASKS.json holds the reports of `make validate-full`; every task they cover has the row they make.
+
+    The record cannot drift from its data: a row edited by hand, or a JSON committed without the table made from
+    it, fails here. Tasks the JSON does not cover yet (a run still going on) keep their earlier rows."""
+    import json
+
+    path = REPO / "TASKS.json"
+    if not path.exists():
+        pytest.skip("no TASKS.json: TASKS.md comes from runs that were not committed")
+    reports = json.loads(path.read_text())
+    assert reports and all(r["task_id"] in {t.id for t in TASKS} for r in reports)
+    text = (REPO / "TASKS.md").read_text()
+    covered = [t for t in all_tasks() if t.id in {r["task_id"] for r in reports}]
+    made = tasks_markdown(covered, reports, command="x")
+    row = lambda t, task_id: next(ln for ln in t.splitlines() if ln.startswith(f"| {task_id} |"))  # noqa: E731
+    for task in covered:
+        assert row(text, task.id) == row(made, task.id), f"{task.id}: regenerate TASKS.md from TASKS.json"
+
+
 def test_weavegym_tasks_lists_the_suite_and_names_the_drafts_apart() -> None:
     out = subprocess.run([sys.executable, "-c", "from weavegym.cli import main; main()", "tasks"],
                          capture_output=True, text=True, check=True, timeout=120).stdout
