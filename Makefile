@@ -35,7 +35,7 @@ help:
 	@echo "make test-host - the unit and xvfb tiers (no image); make test-vm - the VM tier (base image)"
 	@echo "make demo   - install everything needed, then run the oracle and a random agent on one task, with reports"
 	@echo "make bench  - the agent, VM and env benchmarks"
-	@echo "make test-heavy - long multi-VM scenarios (Ray, a killed and resumed run) that make test leaves out"
+	@echo "make test-heavy - long multi-VM scenarios (Ray, killed and resumed runs) that make test leaves out"
 	@echo "make test-full - also build the full (XFCE) image and run its smoke test"
 	@echo "make validate-base - validate every base-image task 3 times, adversaries included; writes TASKS.md"
 	@echo "make validate-full - validate every task 3 times on its image; writes TASKS.md"
@@ -126,8 +126,8 @@ test-vm: image
 	  "$(VM_TEST_TASKS)" --variants 1
 	WEAVEGYM_CACHE_DIR=$(CACHE_DIR) $(PY) -m pytest -q -m "vm and not full_image and not heavy" --durations=40
 
-# Long multi-VM scenarios on the base image (Ray with a killed actor, a killed run resumed): about 4.5 minutes
-# here. Left out of `make test` to keep CI well inside its time; run before touching the runner or Ray.
+# Long multi-VM scenarios on the base image (Ray with a killed actor, a killed run resumed, a suite validation
+# whose VM is killed and whose task runs again): about 7.5 minutes here. Left out of `make test` to keep CI well inside its time; run before touching the runner or Ray.
 test-heavy: image
 	WEAVEGYM_CACHE_DIR=$(CACHE_DIR) $(PY) -m pytest -q -m heavy --durations=10
 

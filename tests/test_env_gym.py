@@ -228,6 +228,10 @@ def _qemu_busy(owner_pid: int, cpu_s: float) -> bool:
     return False
 
 
+# A recovery scenario of the suite runner, like test_runner's killed and resumed run: 175 s here, so `make
+# test-heavy`. `make test` keeps the env's side (test_hostile: QEMU killed mid-evaluation is an env error) and
+# the retry's bookkeeping on the host (test_validation_resume).
+@pytest.mark.heavy
 def test_validate_runs_a_task_again_when_its_vm_is_killed(tmp_path: Path) -> None:
     """A lost VM is an env error, not a score: the task runs again on a new VM, and the report says so.
 
