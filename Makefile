@@ -145,7 +145,8 @@ test-full: image image-full
 # is TASKS.json, committed beside TASKS.md: it is the record TASKS.md is made from, and a run that outlasts a
 # sitting or a machine goes on from it in a fresh clone. Delete it to start over. Never beside `make test`: a VM
 # test restarts libvirtd host-wide.
-# validate-base needs only the base image and keeps the other tasks' rows of TASKS.md.
+# validate-base needs only the base image; it replaces the base tasks' runs in TASKS.json (the others stay) and
+# their rows of TASKS.md.
 # VALIDATE_WORKERS tasks run at once, one VM each: 2 suits a 2-core host.
 # --prepared-states makes each task's first reset restore the host's booted desktop instead of booting a VM
 # (about 100 s less per task here; the first-reset column then measures a restore).
@@ -159,11 +160,12 @@ VALIDATE_ARGS = $(foreach seed,$(VALIDATE_SEEDS),--seed $(seed)) --repeat $(VALI
 	--workers $(VALIDATE_WORKERS) $(VALIDATE_FLAGS)
 validate-base: image
 	WEAVEGYM_CACHE_DIR=$(CACHE_DIR) $(VENV)/bin/weavegym validate 'Weave-*' --profile base $(VALIDATE_ARGS) \
-		--json runs/validate-base.json
-	$(VENV)/bin/weavegym tasks --tasks-md TASKS.md --from-json runs/validate-base.json --keep TASKS.md \
-		--measured-with "\`weavegym validate 'Weave-*' --profile base $(strip $(VALIDATE_ARGS))\` (the other rows as they were)"
+		--json $(VALIDATE_JSON); status=$$?; \
+	$(VENV)/bin/weavegym tasks --tasks-md TASKS.md --from-json $(VALIDATE_JSON) --keep TASKS.md \
+		--measured-with "\`weavegym validate 'Weave-*' --profile base $(strip $(VALIDATE_ARGS))\` (the other rows as they were)"; \
 	$(VENV)/bin/weavegym tasks --plot TASKS.svg --keep TASKS.md \
-		--plot-note "make validate-base (seeds $(VALIDATE_SEEDS)) and, for full-image tasks, TASKS.md's earlier rows"
+		--plot-note "make validate-base (seeds $(VALIDATE_SEEDS)) and, for full-image tasks, TASKS.md's earlier rows"; \
+	exit $$status
 
 validate-full: image image-full
 	WEAVEGYM_CACHE_DIR=$(CACHE_DIR) $(VENV)/bin/weavegym validate 'Weave-*' $(VALIDATE_ARGS) \

@@ -20,6 +20,9 @@ from weavegym.ops.validation_resume import (
     carry_over,
     code_digest,
     in_job_order,
+    in_suite_order,
+    of_other_tasks,
+    read_reports,
     stamp,
     stamp_unless_changed,
     task_files,
@@ -100,7 +103,7 @@ def test_a_report_whose_task_changed_while_it_ran_is_not_kept(tmp_path: Path) ->
     assert changed and stale["code"] == CHANGED_DURING_RUN
     path = tmp_path / "v.json"
     path.write_text(json.dumps([stale]))
-    assert carry_over(path, [(3, 0, "Weave-Web-5")], {"Weave-Web-5": code}).other_code == 1
+    assert carry_over(read_reports(path), [(3, 0, "Weave-Web-5")], {"Weave-Web-5": code}).other_code == 1
 
 
 def test_a_task_depends_on_its_imports_fixtures_and_the_shared_modules() -> None:
@@ -124,19 +127,28 @@ def test_carry_over_keeps_only_finished_runs_of_this_code_and_job_list(tmp_path:
              _report("Weave-Design-1")]  # made before reports were stamped (and not in this run)
     path = tmp_path / "v.json"
     path.write_text(json.dumps(saved))
-    carried = carry_over(path, jobs, CODES)
+    carried = carry_over(read_reports(path), jobs, CODES)
     assert list(carried.kept) == [(0, 0, "Weave-Data-1"), (3, 0, "Weave-Data-1")]
-    assert (carried.other_code, carried.failed, carried.unknown) == (1, 1, 3)
+    # Seed 6 of a task of this run's is dropped; the other tasks' runs are not this run's to keep or drop.
+    assert (carried.other_code, carried.failed, carried.unknown) == (1, 1, 1)
+    others = of_other_tasks(read_reports(path), {task_id for _seed, _k, task_id in jobs})
+    assert [r["task_id"] for r in others] == ["Weave-Games-1", "Weave-Design-1"]
     # The run that ended in an env error runs again, and its new report will say what it replaced.
     assert carried.errors == {(0, 0, "Weave-Docs-1"): ["worker failed: BrokenProcessPool"]}
     assert "kept 2 task run(s)" in carried.summary(path) and "1 made by other code" in carried.summary(path)
-    assert carry_over(tmp_path / "absent.json", jobs, CODES).kept == {}
+    assert read_reports(tmp_path / "absent.json") == []
     path.write_text('{"not": "a list"}')
     with pytest.raises(WeaveGymError, match="not a list of validation reports"):
-        carry_over(path, jobs, CODES)
+        read_reports(path)
     path.write_text("[{")
-    with pytest.raises(WeaveGymError, match="cannot resume"):
-        carry_over(path, jobs, CODES)
+    with pytest.raises(WeaveGymError, match="cannot read the validation reports"):
+        read_reports(path)
+
+
+def test_reports_go_task_by_task_in_the_suites_order_unknown_tasks_last() -> None:
+    reports = [{"task_id": t, "n": n} for n, t in enumerate(["C", "Gone", "A", "C", "B", "A"])]
+    assert [(r["task_id"], r["n"]) for r in in_suite_order(reports, ["A", "B", "C"])] == \
+        [("A", 2), ("A", 5), ("B", 4), ("C", 0), ("C", 3), ("Gone", 1)]
 
 
 def test_reports_come_out_in_job_order_whenever_they_finished() -> None:
@@ -148,23 +160,27 @@ def test_reports_come_out_in_job_order_whenever_they_finished() -> None:
 @pytest.mark.timeout(120)
 def test_a_resumed_run_with_nothing_left_boots_nothing_and_writes_the_table(tmp_path: Path) -> None:
     """Every job is in the file, so no VM is needed (this tier has none): the table comes from the kept runs,
-    and the file keeps this run's jobs only, task by task and on each seed."""
+    and the file keeps this run's jobs of its tasks, task by task and on each seed, and the other tasks' runs
+    as they were, in the suite's order (the file can be the suite's record, TASKS.json)."""
     ids = ["Weave-Web-1", "Weave-Data-1"]  # in suite order, as the file and the table list them
     path, table = tmp_path / "v.json", tmp_path / "TASKS.md"
     saved = [stamp(_report(i), seed, CODES[i]) for i in ids for seed in (0, 3)]
-    path.write_text(json.dumps([*reversed(saved), stamp(_report("Weave-Docs-1"), 0, CODES["Weave-Docs-1"])]))
+    other = stamp(_report("Weave-Docs-1"), 0, CODES["Weave-Docs-1"])
+    dropped = stamp(_report("Weave-Web-1"), 6, CODES["Weave-Web-1"])  # a seed this run does not take
+    path.write_text(json.dumps([*reversed(saved), other, dropped]))
     cmd = [sys.executable, "-c", "from weavegym.cli import main; main()", "validate", ",".join(ids), "--json",
            str(path), "--resume", "--workers", "2", "--seed", "0", "--seed", "3", "--tasks-md", str(table)]
     env = dict(os.environ, WEAVEGYM_CACHE_DIR=str(tmp_path / "no-cache"), COLUMNS="300")  # rich: no wrapping
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=100, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "kept 4 task run(s)" in done.stderr and "1 outside this run's tasks" in done.stderr
+    assert "kept 4 task run(s)" in done.stderr and "1 of these tasks on other seeds or repeats" in done.stderr
+    assert "the 1 run(s) of 1 other task(s) it holds stay as they are" in done.stderr
     main_table = table.read_text().partition("## Adversaries")[0]
     rows = [line for line in main_table.splitlines() if line.startswith("| Weave-")]
     assert [row.split(" | ")[0][2:] for row in rows] == ids
     assert all("| 2/2 | 0, 3 |" in row for row in rows)
     assert "--seed 0 --seed 3 --repeat 1" in main_table
-    assert json.loads(path.read_text()) == saved
+    assert json.loads(path.read_text()) == [other, *saved]  # Docs before Web and Data, as the suite lists them
     refused = subprocess.run([*cmd[:5], "--resume"], capture_output=True, text=True, timeout=100, env=env)
     assert refused.returncode == 2 and "--resume needs --json" in refused.stderr
     negative = subprocess.run([*cmd[:5], "--seed", "-1"], capture_output=True, text=True, timeout=100, env=env)

@@ -213,7 +213,9 @@ def validate(
     profile: str | None = typer.Option(None, help="Only tasks that run on this image profile (base or full)."),
     repeat: int = typer.Option(1, min=1, help="Validate every task this many times per seed; reports the flake "
                                "rate."),
-    json_out: Path | None = typer.Option(None, "--json", help="Also write the full results (with evaluations)."),
+    json_out: Path | None = typer.Option(None, "--json", help="Also write the full results (with evaluations). "
+                                         "Other tasks' runs already in the file stay, so one file can hold a "
+                                         "suite's record (TASKS.json); this run's tasks get this run's runs."),
     tasks_md: Path | None = typer.Option(None, "--tasks-md", help="Also write the TASKS.md table of these tasks."),
     plot: Path | None = typer.Option(None, "--plot", help="Also draw the figures as an SVG (adversaries against "
                                      "the pass threshold, times), as `weavegym tasks --plot` does."),
@@ -234,7 +236,7 @@ def validate(
     """Per task: the oracle must score 1.0, doing nothing 0, and the cli-only, gui-only and forger adversaries
     must each stay below the pass threshold (tasks with infeasible variants: on a seed of each kind, with the
     quitter and the fabricator too)."""
-    from weavegym.envs.tasks import get_task, match_tasks
+    from weavegym.envs.tasks import all_tasks, draft_tasks, get_task, match_tasks
     from weavegym.ops.suite_report import flake_rate, task_stats, tasks_markdown
     from weavegym.ops.validation import run_count
     from weavegym.ops.validation_resume import (
@@ -243,6 +245,9 @@ def validate(
         carry_over,
         code_digest,
         in_job_order,
+        in_suite_order,
+        of_other_tasks,
+        read_reports,
         stamp_unless_changed,
         task_module,
     )
@@ -260,9 +265,20 @@ def validate(
     # Task by task, each on every seed and repeat: a run cut short leaves whole rows of TASKS.md, not a third of each.
     jobs = [(seed, k, task.id) for task in selected for k in range(repeat) for seed in seeds]
     codes = {task.id: code_digest(task_module(task)) for task in selected}
-    carried = carry_over(json_out, jobs, codes) if resume and json_out is not None else Carried({})
+    saved = read_reports(json_out) if json_out is not None else []  # a file of something else: refused, kept
+    carried = carry_over(saved, jobs, codes) if resume else Carried({})
+    others = of_other_tasks(saved, codes)  # kept in the file as they are
     if resume and json_out is not None:
         err.print(carried.summary(json_out))
+    if others:
+        err.print(f"{json_out}: the {len(others)} run(s) of {len({r.get('task_id') for r in others})} other task(s) "
+                  "it holds stay as they are", markup=False, highlight=False)
+    suite_ids = [t.id for t in (*all_tasks(), *draft_tasks())]
+
+    def the_file(reports: list[dict[str, object]]) -> str:
+        """This run's reports in the jobs' order, among the other tasks' in the suite's order."""
+        return json.dumps(in_suite_order([*others, *reports], suite_ids), indent=2)
+
     finished: dict[Job, dict[str, object]] = dict(carried.kept)
     # Jobs run again after an env error (in this run, or in the run --resume goes on from): those errors, oldest first.
     earlier_errors: dict[Job, list[str]] = dict(carried.errors)
@@ -282,7 +298,7 @@ def validate(
         progress = f"{len(finished)}/{len(jobs)}" + _time_left(walls, len(jobs) - len(finished), workers)
         err.print(_finished_line(job, finished[job], progress), markup=False, highlight=False)
         if json_out is not None:
-            _write_atomically(json_out, json.dumps(in_job_order(jobs, finished), indent=2))
+            _write_atomically(json_out, the_file(in_job_order(jobs, finished)))
 
     todo = [job for job in jobs if job not in finished]
 
@@ -312,8 +328,8 @@ def validate(
             if not batch:
                 break
     reports = in_job_order(jobs, finished)
-    if json_out is not None:  # also when nothing was left to run: the file then holds this run's jobs only
-        _write_atomically(json_out, json.dumps(reports, indent=2))
+    if json_out is not None:  # also when nothing was left to run: this run's tasks then hold this run's jobs only
+        _write_atomically(json_out, the_file(reports))
     if record is not None:
         where = [record_to(seed) for seed in seeds]
         err.print(f"episodes: {', '.join(map(str, where))} (`weavegym report {where[0]}`)")

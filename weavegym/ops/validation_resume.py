@@ -154,7 +154,7 @@ class Carried:
     kept: dict[Job, dict[str, Any]]
     other_code: int = 0  # made by other code: run again
     failed: int = 0  # ended in an env error (a worker died, a VM failed): run again
-    unknown: int = 0  # not one of this run's jobs (another pattern, seed or repeat count): dropped from the file
+    unknown: int = 0  # a task of this run's, on another seed or repeat count: dropped from the file
     # The env errors of the failed ones (with those they had replaced), for the report of their new run.
     errors: dict[Job, list[str]] = field(default_factory=dict)
 
@@ -165,26 +165,45 @@ class Carried:
         if self.failed:
             parts.append(f"{self.failed} that ended in an env error will run again")
         if self.unknown:
-            parts.append(f"{self.unknown} outside this run's tasks and seeds are dropped")
+            parts.append(f"{self.unknown} of these tasks on other seeds or repeats are dropped")
         return "; ".join(parts)
 
 
-def carry_over(path: Path, jobs: Sequence[Job], codes: Mapping[str, str]) -> Carried:
-    """The finished runs of ``jobs`` that ``path`` holds, made by the code ``codes`` gives for their task."""
+def read_reports(path: Path) -> list[dict[str, Any]]:
+    """The reports a ``validate --json`` file holds (none if there is no file).
+
+    Anything else there is refused, not overwritten: the file may be a suite's record (TASKS.json)."""
     if not path.exists():
-        return Carried({})
+        return []
     try:
         reports = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
-        raise WeaveGymError(f"cannot resume from {path}: {exc}") from None
+        raise WeaveGymError(f"cannot read the validation reports in {path}: {exc} (pick another --json file, or "
+                            "move this one away)") from None
     if not isinstance(reports, list) or not all(isinstance(r, dict) for r in reports):
-        raise WeaveGymError(f"cannot resume from {path}: not a list of validation reports (`validate --json`)")
+        raise WeaveGymError(f"{path} is not a list of validation reports (`validate --json`); pick another --json "
+                            "file, or move this one away")
+    return reports
+
+
+def of_other_tasks(reports: Sequence[Mapping[str, Any]], task_ids: Iterable[str]) -> list[dict[str, Any]]:
+    """The reports of tasks outside this run: they stay in the file as they are, so one file can keep a suite's
+    record while its tasks are validated a few at a time (``make validate-base``, one new task)."""
+    ours = set(task_ids)
+    return [dict(r) for r in reports if r.get("task_id") not in ours]
+
+
+def carry_over(reports: Sequence[Mapping[str, Any]], jobs: Sequence[Job], codes: Mapping[str, str]) -> Carried:
+    """The finished runs of ``jobs`` among ``reports``, made by the code ``codes`` gives for their task."""
     wanted = set(jobs)
+    ours = {task_id for _seed, _k, task_id in jobs}
     kept: dict[Job, dict[str, Any]] = {}
     other = failed = unknown = 0
     errors: dict[Job, list[str]] = {}
     for report in reports:
         job = job_of(report)
+        if job[2] not in ours:
+            continue  # another task's: it stays in the file (of_other_tasks), this run neither keeps nor drops it
         if job not in wanted or job in kept:
             unknown += 1
         elif report.get("code") != codes.get(job[2]):
@@ -193,8 +212,14 @@ def carry_over(path: Path, jobs: Sequence[Job], codes: Mapping[str, str]) -> Car
             failed += 1
             errors[job] = [*report.get("earlier_errors", []), str(report["error"])]
         else:
-            kept[job] = report
+            kept[job] = dict(report)
     return Carried(kept, other, failed, unknown, errors)
+
+
+def in_suite_order(reports: Iterable[dict[str, Any]], task_ids: Sequence[str]) -> list[dict[str, Any]]:
+    """Task by task in ``task_ids``' order (unknown tasks last); a task's reports keep the order they came in."""
+    rank = {task_id: n for n, task_id in enumerate(task_ids)}
+    return sorted(reports, key=lambda r: rank.get(r.get("task_id"), len(rank)))  # type: ignore[arg-type]
 
 
 def in_job_order(jobs: Sequence[Job], reports: Mapping[Job, dict[str, Any]]) -> list[dict[str, Any]]:
