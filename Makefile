@@ -127,7 +127,8 @@ test-vm: image
 	WEAVEGYM_CACHE_DIR=$(CACHE_DIR) $(PY) -m pytest -q -m "vm and not full_image and not heavy" --durations=40
 
 # Long multi-VM scenarios on the base image (Ray with a killed actor, a killed run resumed, a suite validation
-# whose VM is killed and whose task runs again): about 7.5 minutes here. Left out of `make test` to keep CI well inside its time; run before touching the runner or Ray.
+# whose VM is killed and whose task runs again, an episode with the simulated user): about 9 minutes here. Left
+# out of `make test` to keep CI well inside its time; run before touching the runner, Ray or validate.
 test-heavy: image
 	WEAVEGYM_CACHE_DIR=$(CACHE_DIR) $(PY) -m pytest -q -m heavy --durations=10
 
