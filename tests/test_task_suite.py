@@ -183,7 +183,8 @@ def test_committed_tasks_md_reads_back_unchanged() -> None:
 
 
 def test_committed_tasks_md_rows_are_those_tasks_json_makes() -> None:
-    """TASKS.json holds the reports of `make validate-full`; every task they cover has the row they make.
+    """TASKS.json holds the validation reports TASKS.md is made from (`make validate-full`, `make validate-base`,
+    `validate --json TASKS.json` for one task); every task they cover has the row they make.
 
     The record cannot drift from its data: a row edited by hand, or a JSON committed without the table made from
     it, fails here. Tasks the JSON does not cover yet (a run still going on) keep their earlier rows."""
@@ -191,7 +192,7 @@ def test_committed_tasks_md_rows_are_those_tasks_json_makes() -> None:
 
     path = REPO / "TASKS.json"
     if not path.exists():
-        pytest.skip("no TASKS.json: TASKS.md comes from runs that were not committed")
+        pytest.skip("no TASKS.json (deleted to start the record over): nothing to hold TASKS.md to")
     reports = json.loads(path.read_text())
     assert reports and all(r["task_id"] in {t.id for t in TASKS} for r in reports)
     text = (REPO / "TASKS.md").read_text()
