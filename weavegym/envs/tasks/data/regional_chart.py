@@ -231,6 +231,15 @@ def check_title(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
                          f"chart title {text!r}, expected {truth['title']!r}")
 
 
+MARK = "/tmp/regional-save.mark"
+
+
+def wait_saved(seconds: int) -> str:
+    """Shell code that waits until Calc has saved the .ods since MARK was touched, then prints "saved"."""
+    return (f"timeout {seconds} sh -c 'until [ -n \"$(find ~/regional_sales.ods -newer {MARK})\" ]; do sleep 0.3; "
+            "done' && echo saved")
+
+
 def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
     quarter = ctx.truth["quarter"]
     query = (f"SELECT region, printf('%.2f', SUM(amount)) AS revenue FROM orders WHERE status = 'paid' AND "
@@ -240,11 +249,20 @@ def oracle(ctx: OracleContext) -> Iterator[ActionLike]:
                                        "GROUP BY 1'"}
     yield {"kind": "shell", "command": f"sqlite3 -csv -header ~/sales.db \"{query}\" > ~/regional_revenue.csv "
                                        "&& cat ~/regional_revenue.csv"}
-    # Plain keys only (Ctrl+Home and the Name Box's Ctrl+Shift+T proved unreliable in the guest's Calc):
-    # the document opens with the cursor in A1, and Calc finds the table around the cursor for the chart.
+    # Calc runs cursor keys and shortcuts (Down, ctrl+Home, ctrl+s) asynchronously, after the text typed behind
+    # them, so a bare Down before typing can land late and put the first row over the header (seed 6 did). The
+    # moves to A2 therefore end with ctrl+s, and the rows are typed only once the file is saved: the moves have
+    # run by then. Retried, as a key sent while the focus moves to Calc can be lost; the moves are absolute.
     x, y, _w, h = ctx.truth["window"]
     yield {"kind": "click", "x": x + 40, "y": y + h - 8}  # the status bar: focuses Calc, keeps the cursor
-    yield {"kind": "key", "keys": "Down"}
+    for _attempt in range(3):
+        yield {"kind": "shell", "command": f"touch {MARK}"}
+        for key in ("ctrl+Home", "Down", "ctrl+s"):
+            yield {"kind": "key", "keys": key}
+        yield {"kind": "shell", "timeout": 120, "command": wait_saved(40)}
+        if "saved" in str((ctx.obs or {}).get("terminal") or ""):
+            break
+    # Calc finds the table around the cursor for the chart.
     for region, value in ctx.truth["revenue"]:
         yield {"kind": "type", "text": region}
         yield {"kind": "key", "keys": "Tab"}
