@@ -276,8 +276,11 @@ def validate(
     suite_ids = [t.id for t in (*all_tasks(), *draft_tasks())]
 
     def the_file(reports: list[dict[str, object]]) -> str:
-        """This run's reports in the jobs' order, among the other tasks' in the suite's order."""
-        return json.dumps(in_suite_order([*others, *reports], suite_ids), indent=2)
+        """This run's reports in the jobs' order, among the other tasks' in the suite's order.
+
+        Indented by one space: still a line per field for readable diffs, while the committed three-seed record
+        (TASKS.json, 180 reports) stays well under the repository's 5 MiB limit for a tracked file."""
+        return json.dumps(in_suite_order([*others, *reports], suite_ids), indent=1)
 
     finished: dict[Job, dict[str, object]] = dict(carried.kept)
     # Jobs run again after an env error (in this run, or in the run --resume goes on from): those errors, oldest first.
