@@ -11,12 +11,12 @@ import os
 import shutil
 import struct
 import subprocess
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
 import pytest
+from pixel_apps import pixel_app
 
 from weavegym.core.deadline import wait_for
 from weavegym.envs.tasks import pixel_font
@@ -224,16 +224,9 @@ def test_the_oracles_hunt_and_report_run_in_the_real_tshark_and_bash(tmp_path: P
 def test_the_board_shows_alerts_as_pixels_refuses_wrong_closes_and_gives_a_case_code(xvfb: XvfbDisplay,
                                                                                     client: GuestClient,
                                                                                     tmp_path: Path) -> None:
-    shutil.copy(FIXTURES / "alert_board.py", tmp_path / "app.py")
-    shutil.copy(Path(pixel_font.__file__), tmp_path / "pixel_font.py")
     alerts = NIGHT["alerts"]
     conf = {"alerts": [{"lines": at.alert_lines(a), "attacker": a["attacker"], "packets": a["packets"]}
                        for a in alerts], "evidence": str(tmp_path / "alert-{}.pcap"), "layout": at.layout()}
-    proc = subprocess.Popen([sys.executable, str(tmp_path / "app.py")], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            env={**os.environ, "DISPLAY": xvfb.display})
-    assert proc.stdin is not None and proc.stdout is not None
-    proc.stdin.write(json.dumps(conf).encode())
-    proc.stdin.close()
     truth = {"at": [0, 0]}
 
     def status() -> str:
@@ -250,7 +243,7 @@ def test_the_board_shows_alerts_as_pixels_refuses_wrong_closes_and_gives_a_case_
         client.type_text(text)
         client.key("Return")
 
-    try:
+    with pixel_app(FIXTURES / "alert_board.py", conf, tmp_path, xvfb.display) as proc:
         truth["at"] = list(wait_for(lambda: at.origin(client.screenshot().image), 20,
                                     what="the board drawn"))
         assert at.read_alert(client.screenshot().image, truth["at"], 1) is None  # nothing before a click
@@ -283,6 +276,3 @@ def test_the_board_shows_alerts_as_pixels_refuses_wrong_closes_and_gives_a_case_
                  f"ALERT 1 CLOSED: CASE {line['case']}", 20, what="the case code read back off the screen")
         press(at.SHOW)
         wait_for(lambda: at.read_alert(client.screenshot().image, truth["at"], 2), 20, what="alert 2")
-    finally:
-        proc.kill()
-        proc.wait()

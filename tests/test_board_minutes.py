@@ -8,7 +8,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -18,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from pixel_apps import pixel_app
 
 from weavegym.core.deadline import wait_for
 from weavegym.envs.tasks import pixel_font
@@ -284,15 +284,8 @@ def test_the_places_program_counts_paragraphs_as_ctrl_down_does(tmp_path: Path) 
 @pytest.mark.xvfb
 def test_the_desk_shows_items_as_pixels_files_them_in_order_and_shows_codes(xvfb: XvfbDisplay, client: GuestClient,
                                                                             tmp_path: Path) -> None:
-    shutil.copy(FIXTURES / "minutes_desk.py", tmp_path / "app.py")
-    shutil.copy(Path(pixel_font.__file__), tmp_path / "pixel_font.py")
     items = _plan(0)["items"][:2]
     conf = {"items": [{"lines": i["lines"], "reference": i["reference"]} for i in items], "layout": bm.layout()}
-    proc = subprocess.Popen([sys.executable, str(tmp_path / "app.py")], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            env={**os.environ, "DISPLAY": xvfb.display})
-    assert proc.stdin is not None and proc.stdout is not None
-    proc.stdin.write(json.dumps(conf).encode())
-    proc.stdin.close()
 
     def shot() -> Any:
         return client.screenshot().image
@@ -305,7 +298,7 @@ def test_the_desk_shows_items_as_pixels_files_them_in_order_and_shows_codes(xvfb
     def status(want: str) -> None:
         wait_for(lambda: bm.read_status(shot(), at) == want, 20, what=want)
 
-    try:
+    with pixel_app(FIXTURES / "minutes_desk.py", conf, tmp_path, xvfb.display) as proc:
         at = list(wait_for(lambda: bm.origin(shot(), (0, 0)), 20, what="the desk drawn"))
         client.click(*bm.centre(at, bm.REF_ENTRY))
         wait_for(lambda: bm.entry_focused(shot(), at), 20, what="the entry's focus ring")
@@ -333,6 +326,3 @@ def test_the_desk_shows_items_as_pixels_files_them_in_order_and_shows_codes(xvfb
         assert second["item"] == 2 and second["code"] != first["code"]
         client.click(*bm.centre(at, bm.SHOW_BUTTON))
         wait_for(lambda: bm.read_transcript(shot(), at) == items[0]["lines"], 20, what="browsing after all filed")
-    finally:
-        proc.kill()
-        proc.wait()

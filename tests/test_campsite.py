@@ -8,14 +8,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import subprocess
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
 import pytest
+from pixel_apps import pixel_app
 
 from weavegym.core.deadline import wait_for
 from weavegym.envs.tasks import pixel_font
@@ -166,19 +165,12 @@ def test_the_oracles_solver_and_sheet_run_in_the_real_python_and_bash(tmp_path: 
 @pytest.mark.xvfb
 def test_the_office_shows_plans_as_pixels_and_allocates_with_a_permit(xvfb: XvfbDisplay, client: GuestClient,
                                                                      tmp_path: Path) -> None:
-    shutil.copy(FIXTURES / "campsite_office.py", tmp_path / "app.py")
-    shutil.copy(Path(pixel_font.__file__), tmp_path / "pixel_font.py")
     campsite = tmp_path / "campsite"
     campsite.mkdir()
     fields = [EIGHT, SIX]
     conf = {"fields": [{"lines": cc.plan_lines(n, f), "desc": str(f["id"]).split(":", 1)[1], "pitches": f["pitches"],
                         "w": f["w"], "h": f["h"]} for n, f in enumerate(fields, 1)],
             "campsite": str(campsite), "layout": cc.layout()}
-    proc = subprocess.Popen([sys.executable, str(tmp_path / "app.py")], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            env={**os.environ, "DISPLAY": xvfb.display})
-    assert proc.stdin is not None and proc.stdout is not None
-    proc.stdin.write(json.dumps(conf).encode())
-    proc.stdin.close()
 
     def shot() -> np.ndarray:
         return client.screenshot().image
@@ -195,7 +187,7 @@ def test_the_office_shows_plans_as_pixels_and_allocates_with_a_permit(xvfb: Xvfb
         client.key("ctrl+a")  # Tk: to the start of the line
         client.key("ctrl+k")  # Tk: delete to its end
 
-    try:
+    with pixel_app(FIXTURES / "campsite_office.py", conf, tmp_path, xvfb.display) as proc:
         at = list(wait_for(lambda: cc.origin(shot()), 20, what="the office drawn"))
         assert co.read_plan(shot(), at, 1) is None  # nothing shown before a click
         press(co._box_click(at, cc.ALLOCATE))
@@ -219,6 +211,3 @@ def test_the_office_shows_plans_as_pixels_and_allocates_with_a_permit(xvfb: Xvfb
         assert co.read_status(shot(), at) == "FIELD 1 ALLOCATED" and co.read_plan(shot(), at, 2) is None
         press(co._box_click(at, cc.SHOW))
         assert wait_for(lambda: co.read_plan(shot(), at, 2), 20, what="field 2's plan") == SIX["id"]
-    finally:
-        proc.kill()
-        proc.wait()

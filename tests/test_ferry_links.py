@@ -10,13 +10,13 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from pixel_apps import pixel_app
 
 from weavegym.core.deadline import wait_for
 from weavegym.envs.tasks import pixel_font
@@ -242,19 +242,12 @@ def test_the_oracle_reads_bridges_on_a_drawn_board() -> None:
 @pytest.mark.xvfb
 def test_the_office_shows_charts_as_pixels_and_licenses_with_a_code(xvfb: XvfbDisplay, client: GuestClient,
                                                                    tmp_path: Path) -> None:
-    shutil.copy(FIXTURES / "harbour_office.py", tmp_path / "app.py")
-    shutil.copy(Path(pixel_font.__file__), tmp_path / "pixel_font.py")
     ferries = tmp_path / "ferries"
     ferries.mkdir()
     charts = [NINE, SEVEN]
     conf = {"charts": [{"lines": hc.chart_lines(n, c), "desc": str(c["id"]).split(":", 1)[1], "links": c["links"],
                         "cost": c["cost"]} for n, c in enumerate(charts, 1)],
             "ferries": str(ferries), "layout": hc.layout()}
-    proc = subprocess.Popen([sys.executable, str(tmp_path / "app.py")], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            env={**os.environ, "DISPLAY": xvfb.display})
-    assert proc.stdin is not None and proc.stdout is not None
-    proc.stdin.write(json.dumps(conf).encode())
-    proc.stdin.close()
 
     def shot() -> np.ndarray:
         return client.screenshot().image
@@ -271,7 +264,7 @@ def test_the_office_shows_charts_as_pixels_and_licenses_with_a_code(xvfb: XvfbDi
         client.key("ctrl+a")  # Tk: to the start of the line
         client.key("ctrl+k")  # Tk: delete to its end
 
-    try:
+    with pixel_app(FIXTURES / "harbour_office.py", conf, tmp_path, xvfb.display) as proc:
         at = list(wait_for(lambda: hc.origin(shot()), 20, what="the office drawn"))
         assert ho.read_chart(shot(), at, 1) is None  # nothing shown before a click
         press(ho._box_click(at, hc.CONFIRM))
@@ -298,6 +291,3 @@ def test_the_office_shows_charts_as_pixels_and_licenses_with_a_code(xvfb: XvfbDi
         assert ho.read_status(shot(), at) == "CHART 1 LICENSED" and ho.read_chart(shot(), at, 2) is None
         press(ho._box_click(at, hc.SHOW))
         assert wait_for(lambda: ho.read_chart(shot(), at, 2), 20, what="chart 2") == SEVEN["id"]
-    finally:
-        proc.kill()
-        proc.wait()

@@ -6,17 +6,14 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import json
-import os
 import re
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from pixel_apps import pixel_app
 
 from weavegym.core.deadline import wait_for
 from weavegym.envs.tasks import pixel_font
@@ -229,15 +226,9 @@ def test_a_wrong_summary_fails_its_clauses() -> None:
 def test_the_notebook_shows_pages_as_pixels_refuses_bad_starts_and_ends_with_the_survey(
         xvfb: XvfbDisplay, client: GuestClient, tmp_path: Path) -> None:
     world, _data = _world(3)
-    shutil.copy(FIXTURES / "field_notebook.py", tmp_path / "app.py")
-    shutil.copy(Path(pixel_font.__file__), tmp_path / "pixel_font.py")
     pages = [{"code": p["code"], "heard": p["heard"], "start_ms": round(p["start"] * 1000)} for p in world["pages"]]
-    proc = subprocess.Popen([sys.executable, str(tmp_path / "app.py")], stdin=subprocess.PIPE,
-                            env={**os.environ, "DISPLAY": xvfb.display})
-    assert proc.stdin is not None
-    proc.stdin.write(json.dumps({"pages": pages, "survey": world["survey"], "layout": fs.layout()}).encode())
-    proc.stdin.close()
-    try:
+    conf = {"pages": pages, "survey": world["survey"], "layout": fs.layout()}
+    with pixel_app(FIXTURES / "field_notebook.py", conf, tmp_path, xvfb.display, stdout=False) as proc:
         origin = wait_for(lambda: fs.notebook_origin(client.screenshot().image, (0, 0)), 20, what="the cover")
         assert fs.read_page(client.screenshot().image, origin) is None  # nothing before the button
         button = (origin[0] + fs.BUTTON[0] + fs.BUTTON[2] // 2, origin[1] + fs.BUTTON[1] + fs.BUTTON[3] // 2)
@@ -258,6 +249,3 @@ def test_the_notebook_shows_pages_as_pixels_refuses_bad_starts_and_ends_with_the
         got = wait_for(lambda: fs.read_survey(client.screenshot().image, origin), 20, what="the survey number")
         assert got == world["survey"]
         assert proc.poll() is None
-    finally:
-        proc.kill()
-        proc.wait()

@@ -6,7 +6,6 @@ agent (xvfb): the ticket read back off the screen, the refusals, a sign-off afte
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -16,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from pixel_apps import pixel_app
 
 from weavegym.core.deadline import wait_for
 from weavegym.envs.tasks import pixel_font
@@ -196,17 +196,10 @@ def test_the_board_shows_a_ticket_as_pixels_refuses_and_signs_off_a_real_backpor
     history, built, repo = seed0
     desk = tmp_path / "desk"
     shutil.copytree(repo, desk)
-    shutil.copy(FIXTURES / "release_board.py", tmp_path / "app.py")
-    shutil.copy(Path(pixel_font.__file__), tmp_path / "pixel_font.py")
     tickets = hb.ticket_truth(history, built)
     layout = {**hb.layout(), "at": [0, 0]}
     conf = {"repo": str(desk), "branch": history.release, "layout": layout,
             "tickets": [{k: t[k] for k in ("id", "call", "gives", "wants", "fix", "tree")} for t in tickets]}
-    proc = subprocess.Popen([sys.executable, str(tmp_path / "app.py")], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            env={**os.environ, "DISPLAY": xvfb.display})
-    assert proc.stdin is not None and proc.stdout is not None
-    proc.stdin.write(json.dumps(conf).encode())
-    proc.stdin.close()
     at = (0, 0)
 
     def status() -> str:
@@ -218,7 +211,7 @@ def test_the_board_shows_a_ticket_as_pixels_refuses_and_signs_off_a_real_backpor
         client.type_text(text)
         client.click(hb.BUTTON[0] + hb.BUTTON[2] // 2, hb.BUTTON[1] + hb.BUTTON[3] // 2)
 
-    try:
+    with pixel_app(FIXTURES / "release_board.py", conf, tmp_path, xvfb.display) as proc:
         wait_for(lambda: pixel_font.read_text(client.screenshot().image, hb.TICKET[0] + hb.PAD, hb.TICKET[1] + hb.PAD,
                                               hb.SCALE, 20) == "PRESS OPEN QUEUE", 20, what="the closed queue")
         enter(tickets[0]["fix"][:10])
@@ -244,9 +237,6 @@ def test_the_board_shows_a_ticket_as_pixels_refuses_and_signs_off_a_real_backpor
         wait_for(lambda: hb.read_result(client.screenshot().image, at, 1) == f"{first['id']} SIGNED OFF "
                  f"{line['code']}", 20, what="the sign-off code read back")
         wait_for(lambda: hb.read_ticket(client.screenshot().image, at, 2), 20, what="ticket 2 shown next")
-    finally:
-        proc.kill()
-        proc.wait()
 
 
 def test_the_oracle_finds_gitks_selected_row_and_its_menu_on_a_drawn_screen() -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -16,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from pixel_apps import pixel_app
 from puzzle_frames import blank_screen, screen_with
 
 from weavegym.core.deadline import wait_for
@@ -184,8 +184,6 @@ root.mainloop()
 def test_the_scoreboard_starts_rounds_and_records_saves_with_a_code_on_screen(xvfb: XvfbDisplay,
                                                                              client: GuestClient,
                                                                              tmp_path: Path) -> None:
-    shutil.copy(FIXTURES / "league_scoreboard.py", tmp_path / "app.py")
-    shutil.copy(Path(pixel_font.__file__), tmp_path / "pixel_font.py")
     pegs = tmp_path / "pegs"
     pegs.write_text(f"#!{sys.executable}\n{STAND_IN}")
     pegs.chmod(0o755)
@@ -193,11 +191,6 @@ def test_the_scoreboard_starts_rounds_and_records_saves_with_a_code_on_screen(xv
     saves.mkdir()
     conf = {"rounds": [{"game": "Pegs", "params": "5x5random", "desc": d} for d in DESCS[:2]], "pegs": str(pegs),
             "window": "^Pegs$", "saves": str(saves), "pegs_at": list(ln.PEGS_AT), "layout": ln.layout()}
-    proc = subprocess.Popen([sys.executable, str(tmp_path / "app.py")], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            env={**os.environ, "DISPLAY": xvfb.display, "TMPDIR": str(tmp_path)})
-    assert proc.stdin is not None and proc.stdout is not None
-    proc.stdin.write(json.dumps(conf).encode())
-    proc.stdin.close()
 
     def status() -> str:
         image = client.screenshot().image
@@ -206,7 +199,7 @@ def test_the_scoreboard_starts_rounds_and_records_saves_with_a_code_on_screen(xv
     def press(box: tuple[int, int, int, int]) -> None:
         client.click(at[0] + box[0] + box[2] // 2, at[1] + box[1] + box[3] // 2)
 
-    try:
+    with pixel_app(FIXTURES / "league_scoreboard.py", conf, tmp_path, xvfb.display, TMPDIR=str(tmp_path)) as proc:
         at = list(wait_for(lambda: ln.origin(client.screenshot().image), 20, what="the scoreboard drawn"))
         press(ln.RECORD_BOX)
         wait_for(lambda: status() == "START THE NEXT ROUND FIRST", 20, what="the refusal before a round")
@@ -232,11 +225,6 @@ def test_the_scoreboard_starts_rounds_and_records_saves_with_a_code_on_screen(xv
         press(ln.START)
         wait_for(lambda: loaded.exists(), 20, what="round 2 loaded")
         assert loaded.read_text() == ln_start_file(DESCS[1])
-    finally:
-        for pid in subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split():
-            os.kill(int(pid), 9)
-        proc.kill()
-        proc.wait()
 
 
 def ln_start_file(desc: str) -> str:

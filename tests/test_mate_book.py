@@ -9,17 +9,15 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import subprocess
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
 import pytest
+from pixel_apps import pixel_app
 
 from weavegym.core.deadline import wait_for
-from weavegym.envs.tasks import pixel_font
 from weavegym.envs.tasks.games import mate_book as mb
 from weavegym.envs.tasks.games._mate_chess import (
     Position,
@@ -207,18 +205,11 @@ def test_the_oracles_engine_and_bulletin_commands_run_in_the_real_python_gnuches
 @pytest.mark.xvfb
 def test_the_book_shows_positions_as_pixels_refuses_wrong_keys_and_records_the_right_one(
         xvfb: XvfbDisplay, client: GuestClient, tmp_path: Path) -> None:
-    shutil.copy(FIXTURES / "problem_book.py", tmp_path / "app.py")
-    shutil.copy(Path(pixel_font.__file__), tmp_path / "pixel_font.py")
     saves = tmp_path / "problems"
     saves.mkdir()
     problems = [WHITE, BLACK]
     conf = {"problems": [{**mb.piece_lists(p["fen"]), "side": p["side"], "key": p["key"]} for p in problems],
             "saves": str(saves), "layout": mb.layout()}
-    proc = subprocess.Popen([sys.executable, str(tmp_path / "app.py")], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            env={**os.environ, "DISPLAY": xvfb.display})
-    assert proc.stdin is not None and proc.stdout is not None
-    proc.stdin.write(json.dumps(conf).encode())
-    proc.stdin.close()
 
     def status() -> str:
         return mb._line(client.screenshot().image, at, mb.STATUS, 0)
@@ -231,7 +222,7 @@ def test_the_book_shows_positions_as_pixels_refuses_wrong_keys_and_records_the_r
         client.type_text(text)
         press(mb._click(at, mb.SUBMIT))
 
-    try:
+    with pixel_app(FIXTURES / "problem_book.py", conf, tmp_path, xvfb.display) as proc:
         at = list(wait_for(lambda: mb.origin(client.screenshot().image), 20, what="the book drawn"))
         assert mb.read_diagram(client.screenshot().image, at, 1) is None  # nothing shown before a click
         submit("f5c5")
@@ -258,6 +249,3 @@ def test_the_book_shows_positions_as_pixels_refuses_wrong_keys_and_records_the_r
         press(mb._click(at, mb.SHOW))
         got = wait_for(lambda: mb.read_diagram(client.screenshot().image, at, 2), 20, what="problem 2 read back")
         assert got == BLACK["fen"]
-    finally:
-        proc.kill()
-        proc.wait()

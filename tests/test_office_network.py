@@ -9,16 +9,15 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 import pytest
+from pixel_apps import pixel_app
 
 from weavegym.core.deadline import wait_for
 from weavegym.envs.tasks import pixel_font
@@ -299,14 +298,7 @@ def test_a_retry_mends_what_a_lost_step_left() -> None:
 @pytest.mark.xvfb
 def test_the_survey_shows_stops_as_pixels_one_after_another(xvfb: XvfbDisplay, client: GuestClient,
                                                             tmp_path: Path) -> None:
-    shutil.copy(FIXTURES / "site_survey.py", tmp_path / "app.py")
-    shutil.copy(Path(pixel_font.__file__), tmp_path / "pixel_font.py")
     notes = nm.survey_input(W0)
-    proc = subprocess.Popen([sys.executable, str(tmp_path / "app.py")], stdin=subprocess.PIPE,
-                            env={**os.environ, "DISPLAY": xvfb.display})
-    assert proc.stdin is not None
-    proc.stdin.write(json.dumps(notes).encode())
-    proc.stdin.close()
 
     def lines() -> list[str]:
         return nm.survey_lines(client.screenshot().image, at)
@@ -317,7 +309,7 @@ def test_the_survey_shows_stops_as_pixels_one_after_another(xvfb: XvfbDisplay, c
     def press(box: list[int] | tuple[int, ...]) -> None:
         client.click(*nm.survey_point(at, box))
 
-    try:
+    with pixel_app(FIXTURES / "site_survey.py", notes, tmp_path, xvfb.display, stdout=False):
         at = wait_for(lambda: pixel_font.find_drawn(client.screenshot().image, "SITE SURVEY", (0, 0), nm.TITLE_AT,
                                                     nm.TITLE_SCALE), 20, what="the survey drawn")
         assert not lines()[0].startswith("STOP")  # nothing before Begin
@@ -335,6 +327,3 @@ def test_the_survey_shows_stops_as_pixels_one_after_another(xvfb: XvfbDisplay, c
             press(nm.ENTRY)
             client.type_text(stop["code"].lower() + "\n")
         wait_for(lambda: lines()[:2] == ["SURVEY COMPLETE", f"CHANGE {W0['change']}"], 20, what="the change number")
-    finally:
-        proc.kill()
-        proc.wait()

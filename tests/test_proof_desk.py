@@ -8,14 +8,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import subprocess
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
 import pytest
+from pixel_apps import pixel_app
 
 from weavegym.core.deadline import wait_for
 from weavegym.envs.tasks import pixel_font
@@ -156,19 +155,12 @@ def test_the_oracles_solver_and_print_list_run_in_the_real_python_and_bash(tmp_p
 def test_the_desk_shows_clues_as_pixels_and_records_verdicts_with_a_slot_code(xvfb: XvfbDisplay,
                                                                               client: GuestClient,
                                                                               tmp_path: Path) -> None:
-    shutil.copy(FIXTURES / "proof_desk.py", tmp_path / "app.py")
-    shutil.copy(Path(pixel_font.__file__), tmp_path / "pixel_font.py")
     proofs = tmp_path / "proofs"
     proofs.mkdir()
     puzzles = [SOUND, BROKEN, AMBIGUOUS]
     conf = {"puzzles": [{"columns": [[int(n) for n in c.split(".")] for c in p["id"][4:].split("/")[:6]],
                          "rows": [[int(n) for n in c.split(".")] for c in p["id"][4:].split("/")[6:]]}
                         for p in puzzles], "proofs": str(proofs), "layout": pc.layout()}
-    proc = subprocess.Popen([sys.executable, str(tmp_path / "app.py")], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            env={**os.environ, "DISPLAY": xvfb.display})
-    assert proc.stdin is not None and proc.stdout is not None
-    proc.stdin.write(json.dumps(conf).encode())
-    proc.stdin.close()
 
     def status() -> str:
         image = client.screenshot().image
@@ -177,7 +169,7 @@ def test_the_desk_shows_clues_as_pixels_and_records_verdicts_with_a_slot_code(xv
     def press(action: Mapping[str, int]) -> None:
         client.click(action["x"], action["y"])
 
-    try:
+    with pixel_app(FIXTURES / "proof_desk.py", conf, tmp_path, xvfb.display) as proc:
         at = list(wait_for(lambda: pc.origin(client.screenshot().image), 20, what="the desk drawn"))
         assert po.read_clues(client.screenshot().image, at, 1) is None  # nothing shown before a click
         press(po._box_click(at, pc.VERDICT, 0))
@@ -205,6 +197,3 @@ def test_the_desk_shows_clues_as_pixels_and_records_verdicts_with_a_slot_code(xv
         assert line == {**line, "puzzle": 3, "verdict": "ambiguous", "sha256": None, "slot": None}
         wait_for(lambda: po.read_result(client.screenshot().image, at, 3) == "PUZZLE 3: AMBIGUOUS", 20,
                  what="the verdict read back")
-    finally:
-        proc.kill()
-        proc.wait()

@@ -11,13 +11,13 @@ import math
 import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from pixel_apps import pixel_app
 
 from weavegym.core.deadline import wait_for
 from weavegym.envs.tasks import pixel_font
@@ -224,16 +224,9 @@ def _conf(workshop: Path) -> dict[str, Any]:
 def test_the_sketch_shows_sizes_as_pixels_refuses_wrong_entries_and_gives_a_code(xvfb: XvfbDisplay,
                                                                                  client: GuestClient,
                                                                                  tmp_path: Path) -> None:
-    shutil.copy(FIXTURES / "workshop_sketch.py", tmp_path / "app.py")
-    shutil.copy(Path(pixel_font.__file__), tmp_path / "pixel_font.py")
     workshop = tmp_path / "workshop"
     workshop.mkdir()
     conf = _conf(workshop)
-    proc = subprocess.Popen([sys.executable, str(tmp_path / "app.py")], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            env={**os.environ, "DISPLAY": xvfb.display})
-    assert proc.stdin is not None and proc.stdout is not None
-    proc.stdin.write(json.dumps(conf).encode())
-    proc.stdin.close()
 
     def find_origin() -> tuple[int, int] | None:
         return pixel_font.find_drawn(client.screenshot().image, sc.HEADING, (0, 0), sc.HEADING_AT, sc.SCALE, reach=30)
@@ -251,7 +244,7 @@ def test_the_sketch_shows_sizes_as_pixels_refuses_wrong_entries_and_gives_a_code
         client.type_text(text)
         press(sc.CONFIRM)
 
-    try:
+    with pixel_app(FIXTURES / "workshop_sketch.py", conf, tmp_path, xvfb.display) as proc:
         at = list(wait_for(find_origin, 20, what="the sketch drawn"))
         assert sc.read_part(client.screenshot().image, at, 1) is None  # nothing shown before a click
         press(sc.CONFIRM)
@@ -278,6 +271,3 @@ def test_the_sketch_shows_sizes_as_pixels_refuses_wrong_entries_and_gives_a_code
         press(sc.OPEN, 1)
         dims = wait_for(lambda: sc.read_part(client.screenshot().image, at, 2), 20, what="part 2's sizes")
         assert dims == conf["parts"][1]["dims"]
-    finally:
-        proc.kill()
-        proc.wait()

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import sqlite3
 import subprocess
 import sys
@@ -20,6 +19,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from pixel_apps import pixel_app
 
 from weavegym.core.deadline import wait_for
 from weavegym.envs.tasks import pixel_font
@@ -212,18 +212,11 @@ def test_a_justification_with_a_wrong_reference_receipt_or_amount_fails() -> Non
 def test_the_desk_shows_receipts_as_pixels_logs_them_in_order_and_issues_a_reference(xvfb: XvfbDisplay,
                                                                                      client: GuestClient,
                                                                                      tmp_path: Path) -> None:
-    shutil.copy(FIXTURES / "travel_desk.py", tmp_path / "app.py")
-    shutil.copy(Path(pixel_font.__file__), tmp_path / "pixel_font.py")
     p = _plan(0)
     receipts = p["receipts"][:2]
     total = tc.money(sum(Decimal(r["reimbursed"]) for r in receipts))
     conf = {"receipts": [{"lines": r["lines"], "reimbursed": r["reimbursed"]} for r in receipts], "total": total,
             "flagged": [1, 2], "glyphs": tc.GLYPHS, "layout": tc.layout()}
-    proc = subprocess.Popen([sys.executable, str(tmp_path / "app.py")], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            env={**os.environ, "DISPLAY": xvfb.display})
-    assert proc.stdin is not None and proc.stdout is not None
-    proc.stdin.write(json.dumps(conf).encode())
-    proc.stdin.close()
 
     def shot() -> Any:
         return client.screenshot().image
@@ -236,7 +229,7 @@ def test_the_desk_shows_receipts_as_pixels_logs_them_in_order_and_issues_a_refer
         client.key("ctrl+slash")
         client.type_text(text)
 
-    try:
+    with pixel_app(FIXTURES / "travel_desk.py", conf, tmp_path, xvfb.display) as proc:
         at = list(wait_for(lambda: tc.origin(shot(), (0, 0)), 20, what="the desk drawn"))
         assert tc.read_receipt(shot(), at)[0] == ""  # nothing before a click
         log("1.00\n")
@@ -267,9 +260,6 @@ def test_the_desk_shows_receipts_as_pixels_logs_them_in_order_and_issues_a_refer
         wait_for(lambda: tc.read_portal(shot(), at)[:2] == [f"ACCEPTED: REFERENCE {claim['reference']}",
                                                              "AUDIT: JUSTIFY RECEIPTS 1 AND 2"], 20,
                  what="the reference read back")
-    finally:
-        proc.kill()
-        proc.wait()
 
 
 def _drive_fill(saved: list[int | None]) -> tuple[str, list[dict[str, Any]], dict[str, Any]]:
