@@ -22,6 +22,7 @@ from weavegym.core.deadline import wait_for
 from weavegym.envs.tasks import DOMAINS, all_tasks, get_task
 from weavegym.envs.weave_env import WeaveEnv
 from weavegym.ops.validation import validate_task
+from weavegym.vm_images.recipe import ImageRecipe
 
 pytestmark = [pytest.mark.vm, pytest.mark.timeout(1200)]
 
@@ -178,8 +179,10 @@ def test_validate_cli_runs_the_adversaries_on_two_base_tasks(tmp_path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     reports = {r["task_id"]: r for r in json.loads(out.read_text())}
     assert list(reports) == list(CI_TASKS)
+    base_image = ImageRecipe("base").name
     for report in reports.values():
         assert report["violations"] == []
+        assert report["image"] == base_image, "each report names the image its VMs came from"
         runs = report["results"]
         scores = {run: res["score"] for run, res in runs.items()}
         assert scores["oracle"] == 1.0 and scores["noop"] == 0.0

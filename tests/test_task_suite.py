@@ -156,6 +156,18 @@ def test_a_run_retried_after_an_env_error_is_counted_in_its_row() -> None:
     assert kept[TASKS[0].id].retried == 1 and tasks_markdown(TASKS[:1], [], command="x", kept=kept) == text
 
 
+def test_tasks_md_names_the_images_its_runs_were_made_on() -> None:
+    reports = [_report(TASKS[0].id, 0, oracle_s=10, reset_s=40, cached=1.0, seed=seed) for seed in (0, 3, 6)]
+    assert "**images**" not in tasks_markdown(TASKS[:1], reports, command="x"), "older reports name none"
+    reports[0]["image"] = reports[1]["image"] = "base-debian-12-ea30eda5aceb"
+    text = tasks_markdown(TASKS[:1], reports, command="x")
+    assert ("- **images**: the VM images these runs booted or restored, by name: `base-debian-12-ea30eda5aceb` "
+            "(2 task runs), 1 task run made before reports named their image.") in text
+    reports[2]["image"] = "full-debian-12-4b3587da5f12"
+    assert "`base-debian-12-ea30eda5aceb` (2 task runs), `full-debian-12-4b3587da5f12` (1 task run)." in \
+        tasks_markdown(TASKS[:1], reports, command="x")
+
+
 def test_reports_saved_before_the_switch_count_show_it_unknown() -> None:
     report = _report(TASKS[0].id, 0, oracle_s=10, reset_s=40, cached=1.0)
     del report["results"]["oracle"]["switches"]

@@ -251,6 +251,7 @@ def validate(
         stamp_unless_changed,
         task_module,
     )
+    from weavegym.vm_images.recipe import ImageRecipe
 
     selected = [t for t in match_tasks(pattern) if profile is None or t.profile == profile]
     if not selected:
@@ -265,6 +266,9 @@ def validate(
     # Task by task, each on every seed and repeat: a run cut short leaves whole rows of TASKS.md, not a third of each.
     jobs = [(seed, k, task.id) for task in selected for k in range(repeat) for seed in seeds]
     codes = {task.id: code_digest(task_module(task)) for task in selected}
+    # The image each task's VMs boot (the env's default distro): its name carries a digest of the recipe, the
+    # guest agent and the gRPC it pins, so a report says which guest made its scores, even across sittings.
+    images = {profile: ImageRecipe(profile).name for profile in {task.profile for task in selected}}
     saved = read_reports(json_out) if json_out is not None else []  # a file of something else: refused, kept
     carried = carry_over(saved, jobs, codes) if resume else Carried({})
     others = of_other_tasks(saved, codes)  # kept in the file as they are
@@ -291,6 +295,7 @@ def validate(
         """Keep the report; the file is rewritten as runs finish, so a long suite run keeps what it measured.
 
         A report whose task's code changed on disk while the run went on is stamped as no code's."""
+        report = {**report, "image": images[get_task(job[2]).profile]}
         if job in earlier_errors:
             report = {**report, "earlier_errors": earlier_errors[job]}
         finished[job], changed = stamp_unless_changed(report, job[0], task_module(get_task(job[2])), codes[job[2]])

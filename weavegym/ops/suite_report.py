@@ -118,6 +118,21 @@ def flake_rate(stats: Mapping[str, TaskStats]) -> tuple[int, int]:
     return runs - sum(s.clean for s in stats.values()), runs
 
 
+def _images_line(reports: Sequence[Report]) -> list[str]:
+    """The bullet naming the VM images the reports were made on, when they say (reports name their image since
+    2026-12-06; the key in a name changes with the recipe, the guest agent and the gRPC it pins)."""
+    named: dict[str, int] = defaultdict(int)
+    for report in reports:
+        named[str(report.get("image") or "")] += 1
+    unnamed = named.pop("", 0)
+    if not named:
+        return []
+    parts = [f"`{image}` ({count} task run{'s' if count != 1 else ''})" for image, count in sorted(named.items())]
+    if unnamed:
+        parts.append(f"{unnamed} task run{'s' if unnamed != 1 else ''} made before reports named their image")
+    return ["- **images**: the VM images these runs booted or restored, by name: " + ", ".join(parts) + "."]
+
+
 def _seconds(value: float | None) -> str:
     return "–" if value is None else f"{value:.1f}"
 
@@ -149,6 +164,7 @@ def tasks_markdown(tasks: Sequence[Task], reports: Sequence[Report], *, command:
         "variants runs from each on its first feasible and its first infeasible seed).",
         "- **two accounts**: the task declares which files each channel must write (provenance clauses); "
         "'not yet' marks a task still to be ported to the two-account guest, which has no current figures.",
+        *_images_line(reports),
         "",
         "| id | title | profile | apps | clauses | two accounts | oracle steps | switches | oracle s | first reset s "
         "| reset s | clean runs | seeds | why both channels |",
