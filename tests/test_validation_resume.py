@@ -213,6 +213,9 @@ def test_a_run_that_ended_in_an_env_error_runs_again_and_keeps_the_error(tmp_pat
         assert "no 'base' image" in report["error"] or "no 'full' image" in report["error"]
         assert report["earlier_errors"] == [report["error"]]
         assert 0 <= report["wall_s"] < 100  # the job's wall time, VM start or restore included
+        # It names the image its task's VMs would have come from (the one it did not find).
+        assert report["image"].split("-debian-12-")[0] == TASK[report["task_id"]].profile
+        assert f"no '{TASK[report['task_id']].profile}' image" in report["error"]
     # Resumed, they run again (each once more, with no retry); each report lists every error it replaced.
     resumed = subprocess.run([*cmd, "--resume", "--retry-errors", "0"], capture_output=True, text=True, timeout=100,
                              env=env)
@@ -224,3 +227,45 @@ def test_a_run_that_ended_in_an_env_error_runs_again_and_keeps_the_error(tmp_pat
     assert once.returncode == 1 and "running them again" not in once.stderr
     serial = json.loads(path.read_text())  # one worker: the jobs ran in this process
     assert all("earlier_errors" not in r and r["wall_s"] >= 0 for r in serial)
+
+
+def test_plan_lists_what_would_run_and_why_and_boots_nothing(tmp_path: Path) -> None:
+    """`validate --plan`: what a change costs the record before it is spent. One task's runs are this code's, one
+    ran by other code, one ended in an env error, one has a seed the file lacks; the estimate comes from the
+    file's earlier runs of each task."""
+    ids = ["Weave-Docs-1", "Weave-Web-1", "Weave-Data-1", "Weave-Data-2"]
+    path = tmp_path / "v.json"
+
+    def timed(report: dict, seconds: float) -> dict:
+        return report | {"wall_s": seconds}
+
+    saved = [timed(stamp(_report(ids[0]), seed, CODES[ids[0]]), 60) for seed in (0, 3)]
+    saved += [timed(stamp(_report(ids[1]), seed, "0123456789ab"), 600) for seed in (0, 3)]
+    saved += [timed(stamp(_report(ids[2]), 0, CODES[ids[2]]), 120),
+              timed(stamp(_report(ids[2], error="AgentTimeoutError: lost"), 3, CODES[ids[2]]), 5)]
+    saved += [timed(stamp(_report(ids[3]), 0, CODES[ids[3]]), 240)]
+    path.write_text(json.dumps(saved))
+    before = path.read_bytes()
+    cmd = [sys.executable, "-c", "from weavegym.cli import main; main()", "validate", ",".join(ids), "--json",
+           str(path), "--seed", "0", "--seed", "3", "--workers", "2", "--plan"]
+    env = dict(os.environ, WEAVEGYM_CACHE_DIR=str(tmp_path / "no-cache"), COLUMNS="300")
+    done = subprocess.run([*cmd, "--resume"], capture_output=True, text=True, timeout=100, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = {line.split("│")[1].strip(): [c.strip() for c in line.split("│")[2:-1]]
+            for line in done.stdout.splitlines() if line.startswith("│ Weave-")}
+    assert rows == {ids[1]: ["0, 3", "2", "made by other code", "10.0"],
+                    ids[2]: ["3", "1", "ended in an env error", "2.0"],
+                    ids[3]: ["3", "1", "no earlier run", "4.0"]}
+    # 2 x 10 + 2 (the finished seed's time) + 4 minutes of runs, on two workers.
+    assert "4 task run(s) to run, 4 kept: about 13 min with 2 worker(s)" in done.stdout
+    assert path.read_bytes() == before and not list(tmp_path.glob(".v.json*")), "a plan writes nothing"
+    fresh = subprocess.run(cmd, capture_output=True, text=True, timeout=100, env=env)
+    assert fresh.returncode == 0 and "8 task run(s) to run, 0 kept" in fresh.stdout
+    assert fresh.stdout.count("--resume not given") == 4, fresh.stdout
+    # A new seed: every task runs, each timed by its runs on the other seeds (1 + 10 + 2 + 4 minutes, one worker).
+    other_seed = subprocess.run([*cmd[:7], "--seed", "6", "--resume", "--plan"], capture_output=True, text=True,
+                                timeout=100, env=env)
+    assert other_seed.returncode == 0 and other_seed.stdout.count("no earlier run") == 4, other_seed.stdout
+    assert "4 task run(s) to run, 0 kept: about 17 min with 1 worker(s)" in other_seed.stdout
+    no_file = subprocess.run([*cmd[:5], "--plan"], capture_output=True, text=True, timeout=100, env=env)
+    assert no_file.returncode == 0 and "(4 with none to go by)" in no_file.stdout, no_file.stdout

@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
     from multiprocessing.process import BaseProcess
 
+    from weavegym.ops.validation_resume import PlannedRun
+
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Desktop VMs behind the Gymnasium API.")
 bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks (ratios within one run, medians).")
 app.add_typer(bench_app, name="bench")
@@ -232,6 +234,9 @@ def validate(
                                 "this code, and run only the rest (a suite run cut short goes on where it stopped; "
                                 "runs made by other code, or that ended in an env error, run again; the code is "
                                 "compared per task: the task's own modules and everything outside the suite)."),
+    plan_only: bool = typer.Option(False, "--plan", help="Only list the task runs this command would run (with "
+                                   "--resume: those the --json file does not keep, and why) and about how long they "
+                                   "take, from the file's earlier runs of the same tasks; boots and writes nothing."),
 ) -> None:
     """Per task: the oracle must score 1.0, doing nothing 0, and the cli-only, gui-only and forger adversaries
     must each stay below the pass threshold (tasks with infeasible variants: on a seed of each kind, with the
@@ -247,6 +252,7 @@ def validate(
         in_job_order,
         in_suite_order,
         of_other_tasks,
+        plan_runs,
         read_reports,
         stamp_unless_changed,
         task_module,
@@ -260,7 +266,7 @@ def validate(
     if resume and json_out is None:
         err.print("[red]--resume needs --json: the file that holds the runs to keep[/red]")
         raise typer.Exit(2)
-    if json_out is not None:
+    if json_out is not None and not plan_only:
         json_out.parent.mkdir(parents=True, exist_ok=True)
     seeds = list(dict.fromkeys(seeds))  # each once, in the order given
     # Task by task, each on every seed and repeat: a run cut short leaves whole rows of TASKS.md, not a third of each.
@@ -274,6 +280,10 @@ def validate(
     others = of_other_tasks(saved, codes)  # kept in the file as they are
     if resume and json_out is not None:
         err.print(carried.summary(json_out))
+    if plan_only:
+        _print_plan(plan_runs(jobs, saved, codes, carried, resume=resume), len(carried.kept), workers,
+                    title=f"weavegym validate {pattern}: the plan")
+        return
     if others:
         err.print(f"{json_out}: the {len(others)} run(s) of {len({r.get('task_id') for r in others})} other task(s) "
                   "it holds stay as they are", markup=False, highlight=False)
@@ -369,10 +379,38 @@ def _time_left(walls: list[float], left: int, workers: int) -> str:
     said 1 h 14 min where about 5 h were left); a suite run is hours long."""
     if not walls or not left:
         return ""
-    minutes = round(statistics.fmean(walls) * left / workers / 60)
-    if minutes >= 60:
-        return f", about {minutes // 60} h {minutes % 60:02d} min left"
-    return f", about {minutes} min left" if minutes else ", under a minute left"
+    return f", {_about(statistics.fmean(walls) * left / workers / 60)} left"
+
+
+def _about(minutes: float) -> str:
+    whole = round(minutes)
+    if whole >= 60:
+        return f"about {whole // 60} h {whole % 60:02d} min"
+    return f"about {whole} min" if whole else "under a minute"
+
+
+def _print_plan(planned: list[PlannedRun], kept: int, workers: int, title: str) -> None:
+    """``validate --plan``: a row per task and reason, then the total, so the cost of a change to the suite's
+    record (which tasks its digest makes run again) is known before hours of VM time are spent on it."""
+    from rich.table import Table
+
+    from weavegym.ops.validation_resume import planned_minutes
+
+    rows: dict[tuple[str, str], list[PlannedRun]] = {}
+    for run in planned:
+        rows.setdefault((run.job[2], run.why), []).append(run)
+    if rows:
+        table = Table("task", "seeds", "runs", "why they run", "min a run (earlier)", title=title)
+        for (task_id, why), runs in rows.items():
+            table.add_row(task_id, ", ".join(dict.fromkeys(str(run.job[0]) for run in runs)), str(len(runs)), why,
+                          "-" if runs[0].minutes is None else f"{runs[0].minutes:.1f}")
+        _wide_console().print(table)
+    minutes, untimed = planned_minutes(planned, workers)
+    line = f"{len(planned)} task run(s) to run, {kept} kept"
+    if planned:
+        line += f": {_about(minutes)} with {workers} worker(s), from the file's earlier runs of the same tasks"
+        line += f" ({untimed} with none to go by)" if untimed else ""
+    _wide_console().print(line, markup=False, highlight=False)
 
 
 def _finished_line(job: tuple[int, int, str], report: Mapping[str, Any], progress: str) -> str:

@@ -17,7 +17,9 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+import statistics
 import sys
+from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -225,3 +227,52 @@ def in_suite_order(reports: Iterable[dict[str, Any]], task_ids: Sequence[str]) -
 def in_job_order(jobs: Sequence[Job], reports: Mapping[Job, dict[str, Any]]) -> list[dict[str, Any]]:
     """The reports in the jobs' order, whichever run made them and when."""
     return [reports[job] for job in jobs if job in reports]
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """A task run a ``validate`` command would run (``--plan``), why the file does not keep it, and how long the
+    task's earlier runs in the file took (their median, in minutes; None: the file has none)."""
+
+    job: Job
+    why: str
+    minutes: float | None
+
+
+NOT_RUN, OTHER_CODE, ENV_ERROR, NOT_RESUMED = ("no earlier run", "made by other code", "ended in an env error",
+                                                "--resume not given")
+
+
+def plan_runs(jobs: Sequence[Job], reports: Sequence[Mapping[str, Any]], codes: Mapping[str, str], carried: Carried,
+              *, resume: bool) -> list[PlannedRun]:
+    """The jobs a run would run, in order: those ``carried`` does not keep, each with the reason and an estimate.
+
+    The estimate comes from the file's finished runs of the same task on any seed and by any code: a change to a
+    task rarely changes how long it takes as much as another task would."""
+    latest = {job_of(r): r for r in reports}
+    walls: dict[str, list[float]] = defaultdict(list)
+    for report in reports:
+        if not report.get("error") and isinstance(report.get("wall_s"), (int, float)):
+            walls[str(report.get("task_id"))].append(float(report["wall_s"]))
+    planned = []
+    for job in jobs:
+        if job in carried.kept:
+            continue
+        earlier = latest.get(job)
+        if earlier is None:
+            why = NOT_RUN
+        elif not resume:
+            why = NOT_RESUMED
+        elif earlier.get("code") != codes.get(job[2]):
+            why = OTHER_CODE
+        else:
+            why = ENV_ERROR if earlier.get("error") else NOT_RUN
+        task_walls = walls.get(job[2])
+        planned.append(PlannedRun(job, why, statistics.median(task_walls) / 60 if task_walls else None))
+    return planned
+
+
+def planned_minutes(planned: Sequence[PlannedRun], workers: int) -> tuple[float, int]:
+    """(about how many minutes the planned runs take with ``workers`` at once, how many had no earlier time)."""
+    known = [run.minutes for run in planned if run.minutes is not None]
+    return sum(known) / workers, len(planned) - len(known)
