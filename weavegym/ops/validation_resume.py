@@ -9,7 +9,8 @@ body of code: every report is stamped with its seed and a digest of the code tha
 The digest is per task: the package outside the task suite (the env, the VM and guest agent, the evaluators,
 the adversaries, the validation itself) plus the task's own modules, those they import from the suite and their
 packages' fixtures. Fixing one task's oracle re-runs that task (and the tasks that share the changed module),
-not the suite; a change to the env re-runs everything.
+not the suite; a change to the env re-runs everything. ``validate --plan`` (:func:`plan_runs`) says which runs a
+change sends back, and for about how long, before any VM time is spent.
 """
 
 from __future__ import annotations
