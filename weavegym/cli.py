@@ -293,7 +293,7 @@ def validate(
         """This run's reports in the jobs' order, among the other tasks' in the suite's order.
 
         Indented by one space: still a line per field for readable diffs, while the committed three-seed record
-        (TASKS.json, 180 reports) stays well under the repository's 5 MiB limit for a tracked file."""
+        (TASKS.json, 180 reports: 4.4 MiB) stays under the repository's 5 MiB limit for a tracked file."""
         return json.dumps(in_suite_order([*others, *reports], suite_ids), indent=1)
 
     finished: dict[Job, dict[str, object]] = dict(carried.kept)
