@@ -281,7 +281,7 @@ def validate(
     if resume and json_out is not None:
         err.print(carried.summary(json_out))
     if plan_only:
-        _print_plan(plan_runs(jobs, saved, codes, carried, resume=resume), len(carried.kept), workers,
+        _print_plan(plan_runs(jobs, saved, carried, resume=resume), len(carried.kept), workers,
                     title=f"weavegym validate {pattern}: the plan")
         return
     if others:
@@ -407,7 +407,9 @@ def _print_plan(planned: list[PlannedRun], kept: int, workers: int, title: str) 
         _wide_console().print(table)
     minutes, untimed = planned_minutes(planned, workers)
     line = f"{len(planned)} task run(s) to run, {kept} kept"
-    if planned:
+    if planned and untimed == len(planned):
+        line += ": no earlier run of these tasks to time them by"
+    elif planned:
         line += f": {_about(minutes)} with {workers} worker(s), from the file's earlier runs of the same tasks"
         line += f" ({untimed} with none to go by)" if untimed else ""
     _wide_console().print(line, markup=False, highlight=False)

@@ -150,6 +150,11 @@ def job_of(report: Mapping[str, Any]) -> Job:
     return (report.get("seed"), report.get("repeat"), report.get("task_id"))  # type: ignore[return-value]
 
 
+# Why a job runs (``validate --plan``).
+NOT_RUN, OTHER_CODE, ENV_ERROR, NOT_RESUMED = ("no earlier run", "made by other code", "ended in an env error",
+                                                "--resume not given")
+
+
 @dataclass(frozen=True)
 class Carried:
     """What a resumed run keeps from the file, and why it left the rest out."""
@@ -160,6 +165,8 @@ class Carried:
     unknown: int = 0  # a task of this run's, on another seed or repeat count: dropped from the file
     # The env errors of the failed ones (with those they had replaced), for the report of their new run.
     errors: dict[Job, list[str]] = field(default_factory=dict)
+    # Why each job the file has a report of runs again: made by other code, or ended in an env error.
+    why: dict[Job, str] = field(default_factory=dict)
 
     def summary(self, path: Path) -> str:
         parts = [f"kept {len(self.kept)} task run(s) from {path}"]
@@ -203,6 +210,7 @@ def carry_over(reports: Sequence[Mapping[str, Any]], jobs: Sequence[Job], codes:
     kept: dict[Job, dict[str, Any]] = {}
     other = failed = unknown = 0
     errors: dict[Job, list[str]] = {}
+    why: dict[Job, str] = {}
     for report in reports:
         job = job_of(report)
         if job[2] not in ours:
@@ -211,12 +219,14 @@ def carry_over(reports: Sequence[Mapping[str, Any]], jobs: Sequence[Job], codes:
             unknown += 1
         elif report.get("code") != codes.get(job[2]):
             other += 1
+            why[job] = OTHER_CODE
         elif report.get("error"):
             failed += 1
             errors[job] = [*report.get("earlier_errors", []), str(report["error"])]
+            why[job] = ENV_ERROR
         else:
             kept[job] = dict(report)
-    return Carried(kept, other, failed, unknown, errors)
+    return Carried(kept, other, failed, unknown, errors, why)
 
 
 def in_suite_order(reports: Iterable[dict[str, Any]], task_ids: Sequence[str]) -> list[dict[str, Any]]:
@@ -240,34 +250,23 @@ class PlannedRun:
     minutes: float | None
 
 
-NOT_RUN, OTHER_CODE, ENV_ERROR, NOT_RESUMED = ("no earlier run", "made by other code", "ended in an env error",
-                                                "--resume not given")
-
-
-def plan_runs(jobs: Sequence[Job], reports: Sequence[Mapping[str, Any]], codes: Mapping[str, str], carried: Carried,
-              *, resume: bool) -> list[PlannedRun]:
+def plan_runs(jobs: Sequence[Job], reports: Sequence[Mapping[str, Any]], carried: Carried, *,
+              resume: bool) -> list[PlannedRun]:
     """The jobs a run would run, in order: those ``carried`` does not keep, each with the reason and an estimate.
 
     The estimate comes from the file's finished runs of the same task on any seed and by any code: a change to a
     task rarely changes how long it takes as much as another task would."""
-    latest = {job_of(r): r for r in reports}
     walls: dict[str, list[float]] = defaultdict(list)
     for report in reports:
         if not report.get("error") and isinstance(report.get("wall_s"), (int, float)):
             walls[str(report.get("task_id"))].append(float(report["wall_s"]))
+    in_file = {job_of(r) for r in reports}
     planned = []
     for job in jobs:
         if job in carried.kept:
             continue
-        earlier = latest.get(job)
-        if earlier is None:
-            why = NOT_RUN
-        elif not resume:
-            why = NOT_RESUMED
-        elif earlier.get("code") != codes.get(job[2]):
-            why = OTHER_CODE
-        else:
-            why = ENV_ERROR if earlier.get("error") else NOT_RUN
+        # carried.why is empty without --resume: then every run in the file runs again, for want of the flag.
+        why = carried.why.get(job) or (NOT_RESUMED if job in in_file and not resume else NOT_RUN)
         task_walls = walls.get(job[2])
         planned.append(PlannedRun(job, why, statistics.median(task_walls) / 60 if task_walls else None))
     return planned
