@@ -141,13 +141,14 @@ test-full: image image-full
 
 # Every task on each of VALIDATE_SEEDS (a different variant each), VALIDATE_REPEAT times per seed (the flake rate),
 # and the TASKS.md table from those runs. validate-full is the suite's record: about 7 hours for 60 tasks on
-# three seeds with two workers here, and resumable: run it again and it goes on from the runs its JSON file holds,
-# keeping those whose task code (the task's own modules and everything outside the suite) is unchanged. That file
-# is TASKS.json, committed beside TASKS.md: it is the record TASKS.md is made from, and a run that outlasts a
-# sitting or a machine goes on from it in a fresh clone. Delete it to start over. Never beside `make test`: a VM
+# three seeds with two workers here, and resumable: run it again and it goes on from the runs its record holds,
+# keeping those whose task code (the task's own modules and everything outside the suite) is unchanged. Those
+# runs are in record/, a file per task committed beside TASKS.md (clean runs' evaluations trimmed to what the
+# tables read; weavegym/ops/record_store.py): the record TASKS.md is made from, and a run that outlasts a sitting
+# or a machine goes on from it in a fresh clone. Delete the folder to start over. Never beside `make test`: a VM
 # test restarts libvirtd host-wide.
-# validate-base needs only the base image; it replaces the base tasks' runs in TASKS.json (the others stay) and
-# their rows of TASKS.md.
+# validate-base needs only the base image; it rewrites the base tasks' files in record/ (the others stay as they
+# are) and their rows of TASKS.md.
 # VALIDATE_WORKERS tasks run at once, one VM each: 2 suits a 2-core host.
 # --prepared-states makes each task's first reset restore the host's booted desktop instead of booting a VM
 # (about 100 s less per task here; the first-reset column then measures a restore).
@@ -156,7 +157,7 @@ VALIDATE_SEEDS ?= 0 3 6
 VALIDATE_REPEAT ?= 1
 VALIDATE_WORKERS ?= 2
 VALIDATE_FLAGS ?= --prepared-states --resume
-VALIDATE_JSON ?= TASKS.json
+VALIDATE_JSON ?= record
 VALIDATE_ARGS = $(foreach seed,$(VALIDATE_SEEDS),--seed $(seed)) --repeat $(VALIDATE_REPEAT) \
 	--workers $(VALIDATE_WORKERS) $(VALIDATE_FLAGS)
 validate-base: image

@@ -15,6 +15,7 @@ import pytest
 import weavegym
 from weavegym.core.errors import WeaveGymError
 from weavegym.envs.tasks import all_tasks
+from weavegym.ops.record_store import read_reports
 from weavegym.ops.validation_resume import (
     CHANGED_DURING_RUN,
     carry_over,
@@ -22,7 +23,6 @@ from weavegym.ops.validation_resume import (
     in_job_order,
     in_suite_order,
     of_other_tasks,
-    read_reports,
     stamp,
     stamp_unless_changed,
     task_files,
@@ -80,7 +80,8 @@ def test_a_tasks_digest_follows_its_own_code_and_everything_outside_the_suite(tm
     assert code_digest(web5, root) != again
     # Outside the suite: the env changes every task, the command line and the reports none.
     settled = {m: code_digest(m, root) for m in before}
-    for neutral in ("cli.py", "ops/suite_report.py", "ops/validation_resume.py", "reporting/report.py"):
+    for neutral in ("cli.py", "ops/suite_report.py", "ops/validation_resume.py", "ops/record_store.py",
+                    "reporting/report.py"):
         _touch(root / neutral)
     (root / "envs" / "__pycache__").mkdir(exist_ok=True)
     (root / "envs" / "__pycache__" / "x.pyc").write_bytes(b"compiled")
@@ -161,7 +162,8 @@ def test_reports_come_out_in_job_order_whenever_they_finished() -> None:
 def test_a_resumed_run_with_nothing_left_boots_nothing_and_writes_the_table(tmp_path: Path) -> None:
     """Every job is in the file, so no VM is needed (this tier has none): the table comes from the kept runs,
     and the file keeps this run's jobs of its tasks, task by task and on each seed, and the other tasks' runs
-    as they were, in the suite's order (the file can be the suite's record, TASKS.json)."""
+    as they were, in the suite's order (a single file, as users keep their own runs; the suite's record is a
+    folder: test_record_store)."""
     ids = ["Weave-Web-1", "Weave-Data-1"]  # in suite order, as the file and the table list them
     path, table = tmp_path / "v.json", tmp_path / "TASKS.md"
     saved = [stamp(_report(i), seed, CODES[i]) for i in ids for seed in (0, 3)]

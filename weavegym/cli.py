@@ -160,7 +160,8 @@ def bench_scale(
 def tasks(
     pattern: str = typer.Argument("Weave-*", help="Shell-style id pattern."),
     tasks_md: Path | None = typer.Option(None, "--tasks-md", help="Write the TASKS.md table instead of listing."),
-    from_json: list[Path] = typer.Option([], "--from-json", help="`validate --json` files to take figures from."),
+    from_json: list[Path] = typer.Option([], "--from-json", help="`validate --json` record folders or files to take "
+                                         "figures from."),
     measured_with: str = typer.Option("`weavegym validate`", help="TASKS.md: how the figures were measured."),
     keep: Path | None = typer.Option(None, "--keep", help="An earlier TASKS.md whose figures stay for the tasks "
                                      "that the --from-json files do not cover."),
@@ -174,10 +175,15 @@ def tasks(
     from weavegym.envs.tasks import draft_tasks, match_tasks
 
     if tasks_md is not None or plot is not None:
+        from weavegym.ops.record_store import read_reports
         from weavegym.ops.suite_plot import suite_svg
         from weavegym.ops.suite_report import stats_from_markdown, suite_stats, tasks_markdown
 
-        reports = [r for path in from_json for r in json.loads(path.read_text())]
+        missing = [str(path) for path in from_json if not path.exists()]
+        if missing:
+            err.print(f"no such --from-json record: {', '.join(missing)}", markup=False, highlight=False)
+            raise typer.Exit(2)
+        reports = [r for path in from_json for r in read_reports(path)]
         kept = stats_from_markdown(keep.read_text()) if keep is not None else None
         selected = match_tasks(pattern)
         if tasks_md is not None:
@@ -215,9 +221,11 @@ def validate(
     profile: str | None = typer.Option(None, help="Only tasks that run on this image profile (base or full)."),
     repeat: int = typer.Option(1, min=1, help="Validate every task this many times per seed; reports the flake "
                                "rate."),
-    json_out: Path | None = typer.Option(None, "--json", help="Also write the full results (with evaluations). "
-                                         "Other tasks' runs already in the file stay, so one file can hold a "
-                                         "suite's record (TASKS.json); this run's tasks get this run's runs."),
+    json_out: Path | None = typer.Option(None, "--json", help="Also write the results (with evaluations) to a "
+                                         "record folder (a folder, or a new path without a suffix: a file per "
+                                         "task, clean runs' evaluations trimmed, e.g. the suite's record/) or to "
+                                         "one file (whole reports). Other tasks' runs already there stay; this "
+                                         "run's tasks get this run's runs."),
     tasks_md: Path | None = typer.Option(None, "--tasks-md", help="Also write the TASKS.md table of these tasks."),
     plot: Path | None = typer.Option(None, "--plot", help="Also draw the figures as an SVG (adversaries against "
                                      "the pass threshold, times), as `weavegym tasks --plot` does."),
@@ -230,18 +238,19 @@ def validate(
     retry_errors: int = typer.Option(1, min=0, help="Run a task again, up to this many times, when its run ended in "
                                      "an env error (a VM or the agent lost, a worker died) rather than with scores; "
                                      "the report keeps the errors it replaced."),
-    resume: bool = typer.Option(False, help="Keep the finished task runs the --json file holds for these seeds and "
+    resume: bool = typer.Option(False, help="Keep the finished task runs the --json record holds for these seeds and "
                                 "this code, and run only the rest (a suite run cut short goes on where it stopped; "
                                 "runs made by other code, or that ended in an env error, run again; the code is "
                                 "compared per task: the task's own modules and everything outside the suite)."),
     plan_only: bool = typer.Option(False, "--plan", help="Only list the task runs this command would run (with "
-                                   "--resume: those the --json file does not keep, and why) and about how long they "
-                                   "take, from the file's earlier runs of the same tasks; boots and writes nothing."),
+                                   "--resume: those the --json record does not keep, and why) and about how long "
+                                   "they take, from its earlier runs of the same tasks; boots and writes nothing."),
 ) -> None:
     """Per task: the oracle must score 1.0, doing nothing 0, and the cli-only, gui-only and forger adversaries
-    must each stay below the pass threshold (tasks with infeasible variants: on a seed of each kind, with the
-    quitter and the fabricator too)."""
+    and the hybrid backdoor, linker and swapper must each stay below the pass threshold (tasks with infeasible
+    variants: on a seed of each kind, with the quitter and the fabricator too)."""
     from weavegym.envs.tasks import all_tasks, draft_tasks, get_task, match_tasks
+    from weavegym.ops.record_store import is_folder, read_reports, write_reports
     from weavegym.ops.suite_report import flake_rate, task_stats, tasks_markdown
     from weavegym.ops.validation import run_count
     from weavegym.ops.validation_resume import (
@@ -253,7 +262,6 @@ def validate(
         in_suite_order,
         of_other_tasks,
         plan_runs,
-        read_reports,
         stamp_unless_changed,
         task_module,
     )
@@ -264,10 +272,10 @@ def validate(
         err.print(f"[red]no task matches {pattern!r}" + (f" with profile {profile!r}" if profile else "") + "[/red]")
         raise typer.Exit(2)
     if resume and json_out is None:
-        err.print("[red]--resume needs --json: the file that holds the runs to keep[/red]")
+        err.print("[red]--resume needs --json: the record that holds the runs to keep[/red]")
         raise typer.Exit(2)
-    if json_out is not None and not plan_only:
-        json_out.parent.mkdir(parents=True, exist_ok=True)
+    if json_out is not None and not plan_only and not is_folder(json_out):
+        json_out.parent.mkdir(parents=True, exist_ok=True)  # a record folder is made with its first file
     seeds = list(dict.fromkeys(seeds))  # each once, in the order given
     # Task by task, each on every seed and repeat: a run cut short leaves whole rows of TASKS.md, not a third of each.
     jobs = [(seed, k, task.id) for task in selected for k in range(repeat) for seed in seeds]
@@ -275,9 +283,9 @@ def validate(
     # The image each task's VMs boot (the env's default distro): its name carries a digest of the recipe, the
     # guest agent and the gRPC it pins, so a report says which guest made its scores, even across sittings.
     images = {profile: ImageRecipe(profile).name for profile in {task.profile for task in selected}}
-    saved = read_reports(json_out) if json_out is not None else []  # a file of something else: refused, kept
+    saved = read_reports(json_out) if json_out is not None else []  # anything else there: refused, kept
     carried = carry_over(saved, jobs, codes) if resume else Carried({})
-    others = of_other_tasks(saved, codes)  # kept in the file as they are
+    others = of_other_tasks(saved, codes)  # kept in the record as they are
     if resume and json_out is not None:
         err.print(carried.summary(json_out))
     if plan_only:
@@ -289,12 +297,11 @@ def validate(
                   "it holds stay as they are", markup=False, highlight=False)
     suite_ids = [t.id for t in (*all_tasks(), *draft_tasks())]
 
-    def the_file(reports: list[dict[str, object]]) -> str:
-        """This run's reports in the jobs' order, among the other tasks' in the suite's order.
-
-        Indented by one space: still a line per field for readable diffs, while the committed three-seed record
-        (TASKS.json, 180 reports: 4.4 MiB) stays under the repository's 5 MiB limit for a tracked file."""
-        return json.dumps(in_suite_order([*others, *reports], suite_ids), indent=1)
+    def write(reports: list[dict[str, object]]) -> None:
+        """This run's reports in the jobs' order, among the other tasks' in the suite's order (a single file
+        holds them all; a record folder rewrites only the files of this run's tasks whose runs changed)."""
+        assert json_out is not None
+        write_reports(json_out, in_suite_order([*others, *reports], suite_ids), tasks=codes)
 
     finished: dict[Job, dict[str, object]] = dict(carried.kept)
     # Jobs run again after an env error (in this run, or in the run --resume goes on from): those errors, oldest first.
@@ -316,7 +323,7 @@ def validate(
         progress = f"{len(finished)}/{len(jobs)}" + _time_left(walls, len(jobs) - len(finished), workers)
         err.print(_finished_line(job, finished[job], progress), markup=False, highlight=False)
         if json_out is not None:
-            _write_atomically(json_out, the_file(in_job_order(jobs, finished)))
+            write(in_job_order(jobs, finished))
 
     todo = [job for job in jobs if job not in finished]
 
@@ -347,7 +354,7 @@ def validate(
                 break
     reports = in_job_order(jobs, finished)
     if json_out is not None:  # also when nothing was left to run: this run's tasks then hold this run's jobs only
-        _write_atomically(json_out, the_file(reports))
+        write(reports)
     if record is not None:
         where = [record_to(seed) for seed in seeds]
         err.print(f"episodes: {', '.join(map(str, where))} (`weavegym report {where[0]}`)")
@@ -410,7 +417,7 @@ def _print_plan(planned: list[PlannedRun], kept: int, workers: int, title: str) 
     if planned and untimed == len(planned):
         line += ": no earlier run of these tasks to time them by"
     elif planned:
-        line += f": {_about(minutes)} with {workers} worker(s), from the file's earlier runs of the same tasks"
+        line += f": {_about(minutes)} with {workers} worker(s), from the record's earlier runs of the same tasks"
         line += f" ({untimed} with none to go by)" if untimed else ""
     _wide_console().print(line, markup=False, highlight=False)
 
@@ -428,13 +435,6 @@ def _finished_line(job: tuple[int, int, str], report: Mapping[str, Any], progres
             verdict += f" ({float(report['wall_s']) / 60:.1f} min)"
     line = f"{time.strftime('%H:%M:%S')} [{progress}] {task_id} seed {seed} #{k + 1}: {verdict}"
     return line if len(line) <= 200 else line[:199] + "…"
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    """Replace ``path`` whole: a suite run stopped mid-write must leave the last good file for --resume."""
-    partial = path.with_name(f".{path.name}.partial")
-    partial.write_text(text)
-    os.replace(partial, path)
 
 
 def _validate_serially(jobs: list[tuple[int, int, str]], bar: Progress, overall: TaskID,

@@ -1,10 +1,11 @@
 """Carrying a suite validation over to later runs (``weavegym validate --resume``).
 
 Validating every task on three seeds takes longer here (about seven hours with two workers) than a working
-session, a CI job or a host's uptime is sure to last, and ``validate --json`` writes the file as runs finish.
-Resuming keeps the runs that file already holds and runs only the rest, so the suite's table still comes from one
-body of code: every report is stamped with its seed and a digest of the code that decided its scores
-(:func:`code_digest`), and a report made by other code is run again, never mixed in.
+session, a CI job or a host's uptime is sure to last, and ``validate --json`` writes the record as runs finish
+(a folder with a file per task, or one file: :mod:`weavegym.ops.record_store`). Resuming keeps the runs the
+record already holds and runs only the rest, so the suite's table still comes from one body of code: every
+report is stamped with its seed and a digest of the code that decided its scores (:func:`code_digest`), and a
+report made by other code is run again, never mixed in.
 
 The digest is per task: the package outside the task suite (the env, the VM and guest agent, the evaluators,
 the adversaries, the validation itself) plus the task's own modules, those they import from the suite and their
@@ -17,7 +18,6 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import json
 import statistics
 import sys
 from collections import defaultdict
@@ -157,15 +157,15 @@ NOT_RUN, OTHER_CODE, ENV_ERROR, NOT_RESUMED = ("no earlier run", "made by other 
 
 @dataclass(frozen=True)
 class Carried:
-    """What a resumed run keeps from the file, and why it left the rest out."""
+    """What a resumed run keeps from the record, and why it left the rest out."""
 
     kept: dict[Job, dict[str, Any]]
     other_code: int = 0  # made by other code: run again
     failed: int = 0  # ended in an env error (a worker died, a VM failed): run again
-    unknown: int = 0  # a task of this run's, on another seed or repeat count: dropped from the file
+    unknown: int = 0  # a task of this run's, on another seed or repeat count: dropped from the record
     # The env errors of the failed ones (with those they had replaced), for the report of their new run.
     errors: dict[Job, list[str]] = field(default_factory=dict)
-    # Why each job the file has a report of runs again: made by other code, or ended in an env error.
+    # Why each job the record has a report of runs again: made by other code, or ended in an env error.
     why: dict[Job, str] = field(default_factory=dict)
 
     def summary(self, path: Path) -> str:
@@ -179,26 +179,9 @@ class Carried:
         return "; ".join(parts)
 
 
-def read_reports(path: Path) -> list[dict[str, Any]]:
-    """The reports a ``validate --json`` file holds (none if there is no file).
-
-    Anything else there is refused, not overwritten: the file may be a suite's record (TASKS.json)."""
-    if not path.exists():
-        return []
-    try:
-        reports = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise WeaveGymError(f"cannot read the validation reports in {path}: {exc} (pick another --json file, or "
-                            "move this one away)") from None
-    if not isinstance(reports, list) or not all(isinstance(r, dict) for r in reports):
-        raise WeaveGymError(f"{path} is not a list of validation reports (`validate --json`); pick another --json "
-                            "file, or move this one away")
-    return reports
-
-
 def of_other_tasks(reports: Sequence[Mapping[str, Any]], task_ids: Iterable[str]) -> list[dict[str, Any]]:
-    """The reports of tasks outside this run: they stay in the file as they are, so one file can keep a suite's
-    record while its tasks are validated a few at a time (``make validate-base``, one new task)."""
+    """The reports of tasks outside this run: they stay in the record as they are, so one record can keep a
+    suite's runs while its tasks are validated a few at a time (``make validate-base``, one new task)."""
     ours = set(task_ids)
     return [dict(r) for r in reports if r.get("task_id") not in ours]
 
@@ -214,7 +197,7 @@ def carry_over(reports: Sequence[Mapping[str, Any]], jobs: Sequence[Job], codes:
     for report in reports:
         job = job_of(report)
         if job[2] not in ours:
-            continue  # another task's: it stays in the file (of_other_tasks), this run neither keeps nor drops it
+            continue  # another task's: it stays in the record (of_other_tasks), this run neither keeps nor drops it
         if job not in wanted or job in kept:
             unknown += 1
         elif report.get("code") != codes.get(job[2]):
@@ -242,8 +225,8 @@ def in_job_order(jobs: Sequence[Job], reports: Mapping[Job, dict[str, Any]]) -> 
 
 @dataclass(frozen=True)
 class PlannedRun:
-    """A task run a ``validate`` command would run (``--plan``), why the file does not keep it, and how long the
-    task's earlier runs in the file took (their median, in minutes; None: the file has none)."""
+    """A task run a ``validate`` command would run (``--plan``), why the record does not keep it, and how long the
+    task's earlier runs in the record took (their median, in minutes; None: it has none)."""
 
     job: Job
     why: str
@@ -254,7 +237,7 @@ def plan_runs(jobs: Sequence[Job], reports: Sequence[Mapping[str, Any]], carried
               resume: bool) -> list[PlannedRun]:
     """The jobs a run would run, in order: those ``carried`` does not keep, each with the reason and an estimate.
 
-    The estimate comes from the file's finished runs of the same task on any seed and by any code: a change to a
+    The estimate comes from the record's finished runs of the same task on any seed and by any code: a change to a
     task rarely changes how long it takes as much as another task would."""
     walls: dict[str, list[float]] = defaultdict(list)
     for report in reports:
@@ -265,7 +248,7 @@ def plan_runs(jobs: Sequence[Job], reports: Sequence[Mapping[str, Any]], carried
     for job in jobs:
         if job in carried.kept:
             continue
-        # carried.why is empty without --resume: then every run in the file runs again, for want of the flag.
+        # carried.why is empty without --resume: then every run in the record runs again, for want of the flag.
         why = carried.why.get(job) or (NOT_RESUMED if job in in_file and not resume else NOT_RUN)
         task_walls = walls.get(job[2])
         planned.append(PlannedRun(job, why, statistics.median(task_walls) / 60 if task_walls else None))
