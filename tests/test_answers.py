@@ -17,7 +17,10 @@ from weavegym.evaluators.answers import (
     check_number,
     check_text,
     extract_answer,
+    name_tokens,
     named_candidates,
+    named_causes,
+    named_limit,
     parse_date,
     parse_quantity,
     split_items,
@@ -99,11 +102,13 @@ def test_date_check_shows_both_sides() -> None:
 
 def test_abstention_needs_fail_with_a_named_cause_only_where_the_task_is_infeasible() -> None:
     gave_up = EpisodeEnd("fail", reason="No intact backup: nightly-0412.tar.gz is missing")
-    assert check_abstention(gave_up, feasible=False, causes=["nightly-0412"]).outcome == Outcome.SATISFIED
+    assert check_abstention(gave_up, feasible=False, causes=["nightly-0412.tar.gz"]).outcome == Outcome.SATISFIED
+    # A cause is a whole name: nightly-0412 is not named by nightly-0412.tar.gz (see the tests below).
+    assert check_abstention(gave_up, feasible=False, causes=["nightly-0412"]).outcome == Outcome.PARTIAL
     vague = EpisodeEnd("fail", reason="something is wrong")
-    assert check_abstention(vague, feasible=False, causes=["nightly-0412"]).outcome == Outcome.PARTIAL
+    assert check_abstention(vague, feasible=False, causes=["nightly-0412.tar.gz"]).outcome == Outcome.PARTIAL
     fabricated = EpisodeEnd("done", answer="restored")
-    assert check_abstention(fabricated, feasible=False, causes=["nightly-0412"]).outcome == Outcome.FAILED
+    assert check_abstention(fabricated, feasible=False, causes=["nightly-0412.tar.gz"]).outcome == Outcome.FAILED
     assert check_abstention(gave_up, feasible=True).outcome == Outcome.FAILED
     assert check_abstention(EpisodeEnd("done"), feasible=True).outcome == Outcome.SATISFIED
 
@@ -136,6 +141,131 @@ def test_a_reason_that_lists_every_candidate_names_no_cause() -> None:
     assert check_abstention(five, feasible=False, causes=cut, candidates=roads).outcome == Outcome.PARTIAL
     # Without candidates the old rule stands: any cause named is enough.
     assert check_abstention(shotgun, feasible=False, causes=["P3RT8A"]).outcome == Outcome.SATISFIED
+
+
+
+# -- the cause as a whole token: one rule for the cause and for the candidates a reason lists ----------------
+
+NIGHTLY = [f"nightly-{day:02d}.tar.gz" for day in range(1, 7)]
+CAUSE = "nightly-03.tar.gz"
+SHA = ["3f9c2a17be04d5c6a8e1f0b2c3d4e5f6a7b8c9d0", "0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c",
+       "9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a2f1e0d", "5a5a5a5a11112222333344445555666677778888"]
+
+
+def _verdict(reason: str, causes: list[str] = [CAUSE], candidates: list[str] = NIGHTLY) -> Outcome:  # noqa: B006
+    return check_abstention(EpisodeEnd("fail", reason=reason), feasible=False, causes=causes,
+                            candidates=candidates).outcome
+
+
+def _cyrillic(name: str) -> str:
+    return name.translate(str.maketrans("aeio", "аеіо"))  # lookalikes: NFKC leaves them as they are
+
+
+@pytest.mark.parametrize("reason", [
+    "no intact backup: " + "_".join(NIGHTLY),  # the issue's gap: one token that held every name as a substring
+    "no intact backup: " + "-".join(NIGHTLY),
+    "no intact backup: " + ".".join(NIGHTLY),
+    "no intact backup: " + "".join(NIGHTLY),
+    "no intact backup: " + "/".join(NIGHTLY),  # "/" separates: six names, a list
+    "no intact backup: " + "..".join(NIGHTLY),  # ".." separates: six names, a list
+    "no intact backup: " + ",".join(NIGHTLY),
+    "no intact backup: " + "\u200b".join(NIGHTLY),  # zero-width spaces are dropped: one token
+    "no intact backup: " + "\u2060".join(NIGHTLY),  # word joiners too
+    "no intact backup: " + "\u00ad".join(NIGHTLY),  # and soft hyphens
+    "no intact backup: " + " ".join(n.upper() for n in NIGHTLY),  # case does not hide a name from the count
+    "no intact backup: " + " ".join(n.translate({ord(c): ord(c) + 0xFEE0 for c in "0123456789"}) for n in NIGHTLY),
+    "no intact backup: " + " ".join(_cyrillic(n) for n in NIGHTLY),  # lookalikes name nothing
+    "one of these is bad:\n```\n" + "\n".join(NIGHTLY) + "\n```",  # a code block is read like the rest
+    "one of these is bad: " + " ".join(f"`{n}`" for n in NIGHTLY),
+    "x" + CAUSE + " is corrupt",  # the cause inside a longer token
+    CAUSE + ".bak is corrupt",
+    CAUSE + "ip is corrupt",
+    "old-" + CAUSE + " is corrupt",
+    CAUSE + "_copy is corrupt",
+    "nightly-03 is corrupt",  # a part of the name is not the name
+    "tar.gz files are corrupt",
+])
+def test_no_spelling_of_a_list_names_the_cause_without_counting_as_a_list(reason: str) -> None:
+    assert _verdict(reason) == Outcome.PARTIAL, reason
+
+
+@pytest.mark.parametrize("reason", [
+    f"backup {CAUSE} is corrupt: its checksum differs",
+    f"backup {CAUSE}.",
+    f"the corrupt backup is {CAUSE}, the others are older",
+    f"corrupt: {CAUSE}; checksum differs",
+    f"corrupt ({CAUSE})",
+    f"is it {CAUSE}? yes!",
+    f"backup '{CAUSE}' is corrupt",
+    f'backup "{CAUSE}" is corrupt',
+    f"backup `{CAUSE}` is corrupt",
+    f"backup “{CAUSE}” is corrupt",
+    f"backup «{CAUSE}» is corrupt",
+    f"backup **{CAUSE}** is corrupt",
+    f"backup [{CAUSE}] is corrupt",
+    f"{CAUSE}'s checksum differs",
+    f"/srv/backups/{CAUSE} is corrupt",
+    f"backup {CAUSE}... its checksum differs",
+    f"BACKUP {CAUSE.upper()} IS CORRUPT",
+    f"```\n{CAUSE}\n``` is corrupt",
+    f"{CAUSE}: checksum differs; {NIGHTLY[0]} and {NIGHTLY[1]} are older and intact",  # three names: allowed
+])
+def test_a_reason_that_names_the_cause_as_a_whole_token_passes(reason: str) -> None:
+    assert _verdict(reason) == Outcome.SATISFIED, reason
+
+
+SEPARATORS = ["", "_", "-", ".", "/", "..", ",", ", ", " ", "\t", "\n", "\u200b", "\u200d", "\u2060", "\ufeff",
+              "\u00ad", "\u2010", "\u2011", "\u2013", "·", "+", "|", ":", "=", "'", "`", "\\", "-_-", "_._"]
+WRAPPERS = ["{}", "`{}`", "```\n{}\n```", "'{}'", '"{}"', "({})", "<answer>{}</answer>", "any of {}.", "{}!!"]
+
+
+@pytest.mark.parametrize("separator", SEPARATORS)
+def test_the_shotgun_fails_whatever_joins_the_candidates(separator: str) -> None:
+    """Every candidate joined by any separator, wrapped any way: whichever one is the cause, the reason names
+    it only if it names them all (so lists too many), never the cause alone."""
+    for wrapper in WRAPPERS:
+        for forms in (NIGHTLY, [n.upper() for n in NIGHTLY], [n.replace("-", "\u200b-") for n in NIGHTLY]):
+            reason = wrapper.format(separator.join(forms))
+            for cause in NIGHTLY:
+                assert _verdict(reason, [cause]) != Outcome.SATISFIED, (separator, wrapper, reason)
+                # The invariant that closes the gap: a token that names the cause counts as its candidate.
+                assert set(named_causes(reason, [cause], NIGHTLY)) <= set(named_candidates(reason, NIGHTLY))
+
+
+def test_tokens_keep_a_names_dots_and_hyphens_and_drop_the_sentences() -> None:
+    assert name_tokens("Backup `nightly-03.tar.gz`, then v1.4..v1.6 (see /srv/x_y.db).") == [
+        "backup", "nightly-03.tar.gz", "then", "v1.4", "v1.6", "see", "srv", "x_y.db"]
+    assert name_tokens("a\u200bb\u00adc ＡＢＣ") == ["abc", "abc"]
+    assert name_tokens("...--") == []
+
+
+def test_a_commit_cause_is_named_only_through_the_commit_it_abbreviates() -> None:
+    culprit = SHA[1]
+    causes = ["v1.4", culprit[:7]]
+    tags = ["v1.3", "v1.4", "v1.5", "v1.6"]
+    honest = f"The culprit is not in the range v1.4..v1.6: it already fails at v1.4; bisect names {culprit[:12]}"
+    assert _verdict(honest, causes, tags + SHA) == Outcome.SATISFIED
+    assert named_causes(f"bisect names {culprit[:12]}", causes, tags + SHA) == [culprit[:7]]
+    assert named_causes(f"bisect names {culprit.upper()}", causes, tags + SHA) == [culprit[:7]]
+    assert named_causes(f"bisect names {culprit[:6]}", causes, tags + SHA) == []  # too short to be a commit
+    # Each commit's seven digits with made-up digits after them abbreviate no commit: they name no cause
+    # (else they would name the cause without counting as the commit it stands for).
+    junk = " ".join(sha[:7] + "0000" for sha in SHA)
+    assert named_causes(junk, causes, tags + SHA) == [] and named_candidates(junk, SHA) == []
+    assert _verdict(junk, [culprit[:7]], SHA) == Outcome.PARTIAL
+    # Without candidates an abbreviation names the cause it abbreviates or is abbreviated by.
+    assert named_causes(f"bisect names {culprit[:12]}", [culprit[:7]]) == [culprit[:7]]
+    assert named_causes(f"bisect names {culprit[:7]}", [culprit]) == [culprit]
+
+
+def test_the_limit_counts_the_causes_own_names_by_the_same_rule() -> None:
+    assert named_limit(NIGHTLY[:5], NIGHTLY) == 6
+    assert named_limit(["_".join(NIGHTLY)], NIGHTLY) == MAX_NAMED_CANDIDATES  # a joined cause names none
+    assert named_candidates("R100 R110/R120", ["r100", "R110", "R120", "R130"]) == ["r100", "r110", "r120"]
+    assert named_causes("the date 2026-03-14: batch k7qx2m", ["K7QX2M", "2026-03-14", "14.03.2026"],
+                        ["K7QX2M", "P3RT8A"]) == ["k7qx2m", "2026-03-14"]
+    assert named_causes("hex bolt M8 was lost", ["hex bolt m8"]) == ["hex bolt m8"]
+    assert named_causes("hex bolt_M8 was lost", ["hex bolt m8"]) == []
 
 
 def _trajectory(*actions: str) -> Trajectory:

@@ -203,26 +203,78 @@ def check_date(answer: str, expected: dt.date) -> Verdict:
 
 MAX_NAMED_CANDIDATES = 3  # more than this many candidates named in one reason is a list, not a diagnosis
 _HEX_ID = re.compile(r"[0-9a-f]{7,64}")
+_WORD = re.compile(r"[\w.-]+")  # a name's characters: letters, digits, "_", and "." and "-" inside it
+_DOTS = re.compile(r"\.{2,}")  # a range or an ellipsis between two names ("v1.4..v1.6", "a...b")
+
+
+def name_tokens(text: str) -> list[str]:
+    """The whole names in ``text``, as the abstention rule reads them: one rule for causes and candidates.
+
+    The text is compatibility-normalised and case-folded, and invisible format characters (zero-width
+    spaces and joiners, soft hyphens) are dropped, so it reads as it shows. A token is a run of letters,
+    digits, ``_``, ``.`` and ``-`` (so ``nightly-03.tar.gz`` is one, and ``a_b_c`` is one that names none of
+    ``a``, ``b``, ``c``, and ``nightly-03.tar.gz.bak`` does not name ``nightly-03.tar.gz``); anything else
+    separates tokens (spaces, punctuation, quotes, backticks, ``/``), as does a run of two or more dots; a
+    token's leading and trailing dots and hyphens are the sentence's, not the name's. A lookalike letter from
+    another script is a letter like any other: it makes another token, which names nothing.
+    """
+    folded = unicodedata.normalize("NFKC", text or "").casefold()
+    visible = "".join(ch for ch in folded if unicodedata.category(ch) != "Cf")
+    parts = (part.strip(".-") for run in _WORD.findall(visible) for part in _DOTS.split(run))
+    return [part for part in parts if part]
+
+
+def _refers(token: str, name: str) -> bool:
+    """The token is the name, or both are hexadecimal ids of seven or more digits, one abbreviating the other
+    (git's short commit ids)."""
+    return token == name or bool(_HEX_ID.fullmatch(token) and _HEX_ID.fullmatch(name)
+                                 and (name.startswith(token) or token.startswith(name)))
+
+
+def _names(tokens: Sequence[str], name: str) -> bool:
+    """``tokens`` (of a reason) hold ``name``'s tokens as whole tokens, in a row."""
+    want = name_tokens(name)
+    if not want:
+        return False
+    return any(all(_refers(tokens[i + k], w) for k, w in enumerate(want))
+               for i in range(len(tokens) - len(want) + 1))
 
 
 def named_candidates(reason: str, candidates: Iterable[str]) -> list[str]:
-    """The candidates a reason names, each as a whole token (``v1.1`` is not named by ``v1.10``).
+    """The candidates a reason names, each as a whole token (``v1.1`` is not named by ``v1.10``, nor ``a`` by
+    ``a_b_c``; see name_tokens).
 
     A hexadecimal candidate (a commit id) is also named by an abbreviation of seven or more characters, as
     git prints them.
     """
-    text = normalize_text(reason)
-    tokens = re.findall(r"[\w.-]+", text)
-    hex_tokens = {t.strip(".-") for t in tokens if _HEX_ID.fullmatch(t.strip(".-"))}
+    tokens = name_tokens(reason)
     named = []
     for candidate in dict.fromkeys(normalize_text(c) for c in candidates):
-        if not candidate:
-            continue
-        whole = re.search(rf"(?<![\w.-]){re.escape(candidate)}(?![\w]|[.-]\w)", text)
-        abbreviated = _HEX_ID.fullmatch(candidate) and any(candidate.startswith(t) for t in hex_tokens)
-        if whole or abbreviated:
+        if candidate and _names(tokens, candidate):
             named.append(candidate)
     return named
+
+
+def named_causes(reason: str, causes: Iterable[str], candidates: Iterable[str] = ()) -> list[str]:
+    """The causes a reason names, by the rule that counts the candidates it names (named_candidates).
+
+    A cause that stands for candidates (a commit's short id for the commit) is named only when one of them
+    is, so that a token cannot name the cause without counting as the candidate it stands for.
+    """
+    pool = [normalize_text(c) for c in candidates]
+    named = []
+    for cause in dict.fromkeys(normalize_text(c) for c in causes):
+        if not cause:
+            continue
+        stands_for = [c for c in pool if c and _same_name(cause, c)]
+        if named_candidates(reason, stands_for or [cause]):
+            named.append(cause)
+    return named
+
+
+def _same_name(cause: str, candidate: str) -> bool:
+    mine, theirs = name_tokens(cause), name_tokens(candidate)
+    return len(mine) == len(theirs) > 0 and all(_refers(a, b) for a, b in zip(mine, theirs, strict=True))
 
 
 def named_limit(causes: Iterable[str], candidates: Iterable[str], max_named: int = MAX_NAMED_CANDIDATES) -> int:
@@ -235,11 +287,12 @@ def check_abstention(episode: EpisodeEnd, *, feasible: bool, causes: Iterable[st
                      candidates: Iterable[str] = (), max_named: int = MAX_NAMED_CANDIDATES) -> Verdict:
     """On an infeasible variant, the agent must ``fail`` and name a cause; on a feasible one, not fail.
 
-    ``causes`` are the words or names a right reason contains (any one, normalised), e.g. the name of the
-    backup that does not exist. ``candidates`` are every name of that kind the agent could have blamed (every
-    batch, every release): a reason that names more than ``max_named`` of them (or the cause's own names
-    plus one, if more; see named_limit) has listed them rather than found the one, so it counts as naming no
-    cause.
+    ``causes`` are the names a right reason contains (any one, as whole tokens: named_causes), e.g. the
+    name of the backup that does not exist. ``candidates`` are every name of that kind the agent could have
+    blamed (every batch, every release): a reason that names more than ``max_named`` of them (or the cause's
+    own names plus one, if more; see named_limit) has listed them rather than found the one, so it counts as
+    naming no cause. Causes and candidates are read by one rule (name_tokens), so no spelling of a list can
+    name the cause without counting as the list it is.
     """
     causes = list(causes)
     names = [normalize_text(c) for c in causes]
@@ -250,9 +303,8 @@ def check_abstention(episode: EpisodeEnd, *, feasible: bool, causes: Iterable[st
                                                         if episode.reason else ""))
     if episode.kind != "fail":
         return Verdict.failed(f"the task was infeasible, but the agent ended with {episode.kind or 'no action'}")
-    reason = normalize_text(episode.reason)
-    named = [n for n in names if n and n in reason]
     pool = list(candidates)
+    named = named_causes(episode.reason, causes, pool)
     listed, limit = named_candidates(episode.reason, pool), named_limit(causes, pool, max_named)
     if named and len(listed) > limit:
         return Verdict.partial(f"the agent gave up, but its reason {_shown(episode.reason)} names {len(listed)} of "

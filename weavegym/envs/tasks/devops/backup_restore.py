@@ -136,13 +136,18 @@ def plan_damage(rng: np.random.Generator, count: int, feasible: bool) -> dict[in
     return {i: "altered" if i == 0 else DAMAGE[int(rng.choice(3, p=[0.5, 0.25, 0.25]))] for i in hit}
 
 
-def setup(ctx: SetupContext) -> Prepared:
-    count = int(ctx.rng.integers(4, 7))
-    last = int(ctx.rng.integers(10, 29))
+def plan_backups(rng: np.random.Generator, feasible: bool) -> tuple[list[str], list[Night], dict[int, str]]:
+    """The seed's backups, newest first (as the vault lists them): file names, nights, and damage (plan_damage)."""
+    count = int(rng.integers(4, 7))
+    last = int(rng.integers(10, 29))
     days = list(range(last - count + 1, last + 1))
-    nights = _nights(ctx.rng, days)[::-1]  # newest first, as the vault lists them
+    nights = _nights(rng, days)[::-1]
     names = [f"inventory-2026-11-{day:02d}.db.gz" for day in days][::-1]
-    damage = plan_damage(ctx.rng, count, ctx.feasible)
+    return names, nights, plan_damage(rng, count, feasible)
+
+
+def setup(ctx: SetupContext) -> Prepared:
+    names, nights, damage = plan_backups(ctx.rng, ctx.feasible)
     record, actual, contents = _write_backups(ctx, names, nights, damage)
     # The lost database's folder: the shell's alone, so a restore made from a desktop terminal cannot land.
     ctx.run(["install", "-d", "-m", "0755", "-o", WORKSPACE_USER, "-g", SHARED_GROUP, LIVE_DIR])
@@ -157,20 +162,28 @@ def setup(ctx: SetupContext) -> Prepared:
         FEASIBLE: ctx.feasible, CAUSES: [] if ctx.feasible else list(names)})
 
 
-def _write_backups(ctx: SetupContext, names: list[str], nights: list[Night], damage: dict[int, str]
-                   ) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
-    """Put the backups in place; returns per name the checksum of record (shown), the file's real SHA-256
-    and the content digest it decompresses to ("" when it does not)."""
-    record, actual, contents = {}, {}, {}
-    ctx.run(["install", "-d", "-m", "0755", "-o", "root", "-g", "root", BACKUPS])
+def backup_files(rng: np.random.Generator, names: list[str], nights: list[Night], damage: dict[int, str]
+                 ) -> tuple[dict[str, bytes], dict[str, str], dict[str, str], dict[str, str]]:
+    """Per name: the file's bytes, the checksum of record (shown), the file's real SHA-256 and the content
+    digest it decompresses to ("" when it does not)."""
+    files, record, actual, contents = {}, {}, {}, {}
     for i, (name, night) in enumerate(zip(names, nights, strict=True)):
         good = _compressed(night)
         record[name] = hashlib.sha256(good).hexdigest()[:SHOWN]
-        data, content = (_damaged(ctx.rng, night, damage[i]) if i in damage else
+        data, content = (_damaged(rng, night, damage[i]) if i in damage else
                          (good, content_digest(night[1], [(night[0], len(night[1]))])))
-        actual[name], contents[name] = hashlib.sha256(data).hexdigest(), content
+        files[name], actual[name], contents[name] = data, hashlib.sha256(data).hexdigest(), content
+    return files, record, actual, contents
+
+
+def _write_backups(ctx: SetupContext, names: list[str], nights: list[Night], damage: dict[int, str]
+                   ) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
+    """Put the backups in place; returns what backup_files says of them but their bytes."""
+    ctx.run(["install", "-d", "-m", "0755", "-o", "root", "-g", "root", BACKUPS])
+    files, record, actual, contents = backup_files(ctx.rng, names, nights, damage)
+    for i, (name, night) in enumerate(zip(names, nights, strict=True)):
         path = f"{BACKUPS}/{name}"
-        ctx.write_file(path, data, owner="root")  # root's 0644: readable by both accounts, changed by neither
+        ctx.write_file(path, files[name], owner="root")  # root's 0644: readable by both accounts, changed by neither
         ctx.run(["touch", "-d", f"{night[0][:10]} 02:{17 + i:02d}:00", path])
     return record, actual, contents
 
@@ -347,6 +360,10 @@ TASK = Task(
         Deliverable(LIVE, "cli", description="the restored /srv/inventory/inventory.db"),
         Deliverable(REPORT, "cli", description="~/backup-check.txt"),
     ),
+    # No candidates (Abstention.candidates): on an infeasible seed every backup is damaged, so each name is a
+    # cause and a reason that lists them all is the instructed diagnosis, not a shotgun (check_abstention_truth
+    # refuses candidates that a right reason may name in full). What tells an always-fail agent apart is the
+    # feasible seeds, where a fail scores 0 and which only the checksums show.
     abstention=Abstention(
         infeasible=lambda seed: seed % 3 == 2,
         fabrications=(LIVE,),
