@@ -57,6 +57,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         "weavegym-episode.service), which caps them; without it --process-limit is RLIMIT_NPROC")
     p.add_argument("--x-lock-timeout", type=float, default=LOCK_TIMEOUT_S, metavar="SECONDS",
                    help="how long a call waits for the X connection while another call holds it")
+    p.add_argument("--guard-state", default="", metavar="FILE",
+                   help="keep the desktop guard's arm state and crossings in this root-only file too, so a "
+                        "restarted agent goes on guarding (the image passes /run/weavegym/x-guard.json)")
     p.add_argument("--log-level", default="INFO")
     return p.parse_args(argv)
 
@@ -83,7 +86,8 @@ def main(argv: list[str] | None = None) -> int:
                          use_shm=not args.no_shm, x_lock_timeout_s=args.x_lock_timeout,
                          process_limit=args.process_limit, episode_cgroup=procs or "", tls=tls,
                          reread_token=reread_token, reread_tls=reread_tls if tls is not None else None,
-                         no_display_users=frozenset(u for u in args.no_display_for.split(",") if u))
+                         no_display_users=frozenset(u for u in args.no_display_for.split(",") if u),
+                         guard_state=args.guard_state)
     server, servicer, port = build_server(config)
     relay = None
     if args.vsock_port:

@@ -37,6 +37,8 @@ class StatInfo:
     group: str = ""
     mtime: float = 0.0
     link_target: str = ""
+    nlink: int = 0
+    ctime: float = 0.0
 
 
 def _check_path(path: str) -> str:
@@ -82,6 +84,8 @@ def stat_path(path: str, follow_symlinks: bool = False) -> StatInfo:
         group=_name(grp.getgrgid, st.st_gid),
         mtime=st.st_mtime,
         link_target=os.readlink(path) if kind == "symlink" else "",
+        nlink=st.st_nlink,
+        ctime=st.st_ctime,
     )
 
 

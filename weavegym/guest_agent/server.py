@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from concurrent import futures
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -33,6 +34,7 @@ from weavegym.guest_agent.errors import DisplayUnavailable, InvalidArgument, Req
 from weavegym.guest_agent.input import InputController
 from weavegym.guest_agent.persistent_shell import ShellRegistry
 from weavegym.guest_agent.windows import activate_window, list_windows
+from weavegym.guest_agent.x_guard import XGuard
 
 log = logging.getLogger("weavegym.guest_agent")
 
@@ -58,6 +60,7 @@ class AgentConfig:
     process_limit: int = 0  # RLIMIT_NPROC for the no-display accounts' commands when there is no episode cgroup
     episode_cgroup: str = ""  # cgroup.procs the no-display accounts' commands join (cgroups.episode_cgroup)
     tls: TlsIdentity | None = None  # serve TLS with this key and certificate (the host pins the certificate)
+    guard_state: str = ""  # the desktop guard keeps its arm state and crossings here too (x_guard.STATE_FILE)
     # Read the token and the identity again from their sources when they may have changed (a call with
     # another token, each TLS handshake): a VM restored from a shared prepared state gets its own by fw_cfg.
     reread_token: Callable[[], str] | None = None
@@ -108,7 +111,7 @@ def _stat_pb(info: files.StatInfo) -> pb.FileStat:
     return pb.FileStat(
         path=info.path, exists=info.exists, type=_FILE_TYPES.get(info.type, pb.FILE_TYPE_UNSPECIFIED),
         size=info.size, mode=info.mode, owner=info.owner, group=info.group, mtime=info.mtime,
-        link_target=info.link_target,
+        link_target=info.link_target, nlink=info.nlink, ctime=info.ctime,
     )
 
 
@@ -145,8 +148,10 @@ class GuestAgentServicer(pb_grpc.GuestAgentServicer):
         self.shells = ShellRegistry(self.exec_defaults)
         self.boot_id = _read_boot_id()
         self._started = time.monotonic()
+        self.guard = XGuard(config.display, state_file=Path(config.guard_state) if config.guard_state else None).start()
 
     def close(self) -> None:
+        self.guard.close()
         self.shells.close_all()
         self.clipboard.close()
         self.capturer.close()
@@ -223,8 +228,12 @@ class GuestAgentServicer(pb_grpc.GuestAgentServicer):
         kinds = {pb.SHELL_COMMAND: "shell", pb.SHELL_PYTHON: "python"}
         if request.kind not in kinds:
             raise InvalidArgument("ShellRequest.kind must be SHELL_COMMAND or SHELL_PYTHON")
-        result = self.shells.run(request.user, kinds[request.kind], request.source, request.timeout_s,
-                                 request.max_output_bytes)
+        self.guard.nudge()  # every action is a moment the guard looks: before it and once it is done
+        try:
+            result = self.shells.run(request.user, kinds[request.kind], request.source, request.timeout_s,
+                                     request.max_output_bytes)
+        finally:
+            self.guard.nudge()
         return pb.ShellResponse(output=result.output, exit_code=result.exit_code, timed_out=result.timed_out,
                                 truncated=result.truncated, output_bytes=result.output_bytes,
                                 duration_s=result.duration_s, restarted=result.restarted)
@@ -252,6 +261,7 @@ class GuestAgentServicer(pb_grpc.GuestAgentServicer):
     @_guarded
     def Input(self, request, context):
         start = time.perf_counter()
+        self.guard.nudge()
         # One lock session (the lock is re-entrant) so the reported cursor is this action's,
         # not that of a concurrent call that ran in between.
         with self.display.session():
@@ -348,6 +358,24 @@ class GuestAgentServicer(pb_grpc.GuestAgentServicer):
     @_guarded
     def ActivateWindow(self, request, context):
         return activate_window(self.display, request.id)
+
+    # -- the desktop guard ----------------------------------------------------------------------
+    @_guarded
+    def GuardDesktop(self, request, context):
+        if request.arm and request.disarm:
+            raise InvalidArgument("GuardRequest: arm and disarm together")
+        if request.arm:
+            if not request.allowed_accounts:
+                raise InvalidArgument("GuardRequest: arming needs the accounts allowed on the X server")
+            state = self.guard.arm(request.allowed_accounts)
+        elif request.disarm:
+            state = self.guard.disarm()
+        else:
+            state = self.guard.report()
+        return pb.GuardReport(armed=state.armed, armed_at=state.armed_at, crossings_total=state.crossings_total,
+                              checks=state.checks, error=state.error,
+                              crossings=[pb.ChannelCrossing(time=c.time, kind=c.kind, detail=c.detail)
+                                         for c in state.crossings])
 
 
 def build_server(config: AgentConfig) -> tuple[grpc.Server, GuestAgentServicer, int]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import io
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, TypeVar
@@ -34,6 +34,7 @@ from weavegym.core.errors import (
     GuestPathNotFoundError,
 )
 from weavegym.guest_agent.auth import TLS_SERVER_NAME
+from weavegym.machine.desktop_guard import GuardReport, guard_report
 
 T = TypeVar("T")
 MAX_MESSAGE_BYTES = 64 << 20
@@ -138,6 +139,8 @@ class FileStat:
     group: str
     mtime: float
     link_target: str = ""
+    nlink: int = 0  # hard links to the inode (0: an agent too old to say)
+    ctime: float = 0.0  # the inode's last change (content, owner, mode, links), guest wall clock
 
 
 _FILE_TYPES = {pb.REGULAR: "file", pb.DIRECTORY: "dir", pb.SYMLINK: "symlink", pb.OTHER: "other"}
@@ -146,7 +149,7 @@ _FILE_TYPES = {pb.REGULAR: "file", pb.DIRECTORY: "dir", pb.SYMLINK: "symlink", p
 def _file_stat(msg: pb.FileStat) -> FileStat:
     return FileStat(path=msg.path, exists=msg.exists, type=_FILE_TYPES.get(msg.type, ""), size=msg.size,
                     mode=msg.mode, owner=msg.owner, group=msg.group, mtime=msg.mtime,
-                    link_target=msg.link_target)
+                    link_target=msg.link_target, nlink=msg.nlink, ctime=msg.ctime)
 
 
 def _window(msg: pb.WindowInfo) -> WindowInfo:
@@ -494,6 +497,14 @@ class GuestClient:
     def activate_window(self, window_id: int, timeout: float | None = None) -> WindowInfo:
         return _window(self._unary("ActivateWindow", pb.ActivateWindowRequest(id=window_id), timeout,
                                    idempotent=False))
+
+    # -- the desktop guard -----------------------------------------------------------------------
+    def guard_desktop(self, arm: Sequence[str] | None = None, disarm: bool = False,
+                      timeout: float | None = None) -> GuardReport:
+        """Arm the agent's X guard with the accounts allowed on the display (``arm``), disarm it, or (neither)
+        read what it recorded; every call answers with the record since the last arm."""
+        request = pb.GuardRequest(arm=arm is not None, allowed_accounts=list(arm or ()), disarm=disarm)
+        return guard_report(self._unary("GuardDesktop", request, timeout, idempotent=arm is None and not disarm))
 
 
 def decode_frame(resp: pb.ScreenshotResponse) -> np.ndarray:

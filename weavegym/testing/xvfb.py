@@ -24,6 +24,9 @@ class XvfbConfig:
     height: int = 720
     depth: int = 24
     start_timeout_s: float = 15.0
+    # An MIT cookie file (xauth) to start with: access control is then on, as on the image's Xorg (without one,
+    # Xvfb lets every local client in and its access list means nothing).
+    auth_file: str = ""
 
 
 class XvfbDisplay:
@@ -46,6 +49,7 @@ class XvfbDisplay:
                     binary, "-displayfd", str(write_fd), "-screen", "0",
                     f"{cfg.width}x{cfg.height}x{cfg.depth}", "-nolisten", "tcp", "-noreset",
                     "+extension", "MIT-SHM", "+extension", "XFIXES",
+                    *(("-auth", cfg.auth_file) if cfg.auth_file else ()),
                 ],
                 pass_fds=(write_fd,),
                 stdout=subprocess.DEVNULL,

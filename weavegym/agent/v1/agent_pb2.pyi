@@ -418,7 +418,7 @@ class InputResponse(_message.Message):
     def __init__(self, cursor_x: _Optional[int] = ..., cursor_y: _Optional[int] = ..., duration_ms: _Optional[float] = ...) -> None: ...
 
 class FileStat(_message.Message):
-    __slots__ = ("path", "exists", "type", "size", "mode", "owner", "group", "mtime", "link_target")
+    __slots__ = ("path", "exists", "type", "size", "mode", "owner", "group", "mtime", "link_target", "nlink", "ctime")
     PATH_FIELD_NUMBER: _ClassVar[int]
     EXISTS_FIELD_NUMBER: _ClassVar[int]
     TYPE_FIELD_NUMBER: _ClassVar[int]
@@ -428,6 +428,8 @@ class FileStat(_message.Message):
     GROUP_FIELD_NUMBER: _ClassVar[int]
     MTIME_FIELD_NUMBER: _ClassVar[int]
     LINK_TARGET_FIELD_NUMBER: _ClassVar[int]
+    NLINK_FIELD_NUMBER: _ClassVar[int]
+    CTIME_FIELD_NUMBER: _ClassVar[int]
     path: str
     exists: bool
     type: FileType
@@ -437,7 +439,9 @@ class FileStat(_message.Message):
     group: str
     mtime: float
     link_target: str
-    def __init__(self, path: _Optional[str] = ..., exists: bool = ..., type: _Optional[_Union[FileType, str]] = ..., size: _Optional[int] = ..., mode: _Optional[int] = ..., owner: _Optional[str] = ..., group: _Optional[str] = ..., mtime: _Optional[float] = ..., link_target: _Optional[str] = ...) -> None: ...
+    nlink: int
+    ctime: float
+    def __init__(self, path: _Optional[str] = ..., exists: bool = ..., type: _Optional[_Union[FileType, str]] = ..., size: _Optional[int] = ..., mode: _Optional[int] = ..., owner: _Optional[str] = ..., group: _Optional[str] = ..., mtime: _Optional[float] = ..., link_target: _Optional[str] = ..., nlink: _Optional[int] = ..., ctime: _Optional[float] = ...) -> None: ...
 
 class UploadHeader(_message.Message):
     __slots__ = ("path", "mode", "owner", "make_parents", "expected_size")
@@ -582,3 +586,39 @@ class ActivateWindowRequest(_message.Message):
     ID_FIELD_NUMBER: _ClassVar[int]
     id: int
     def __init__(self, id: _Optional[int] = ...) -> None: ...
+
+class GuardRequest(_message.Message):
+    __slots__ = ("arm", "allowed_accounts", "disarm")
+    ARM_FIELD_NUMBER: _ClassVar[int]
+    ALLOWED_ACCOUNTS_FIELD_NUMBER: _ClassVar[int]
+    DISARM_FIELD_NUMBER: _ClassVar[int]
+    arm: bool
+    allowed_accounts: _containers.RepeatedScalarFieldContainer[str]
+    disarm: bool
+    def __init__(self, arm: bool = ..., allowed_accounts: _Optional[_Iterable[str]] = ..., disarm: bool = ...) -> None: ...
+
+class ChannelCrossing(_message.Message):
+    __slots__ = ("time", "kind", "detail")
+    TIME_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    DETAIL_FIELD_NUMBER: _ClassVar[int]
+    time: float
+    kind: str
+    detail: str
+    def __init__(self, time: _Optional[float] = ..., kind: _Optional[str] = ..., detail: _Optional[str] = ...) -> None: ...
+
+class GuardReport(_message.Message):
+    __slots__ = ("armed", "armed_at", "crossings", "crossings_total", "checks", "error")
+    ARMED_FIELD_NUMBER: _ClassVar[int]
+    ARMED_AT_FIELD_NUMBER: _ClassVar[int]
+    CROSSINGS_FIELD_NUMBER: _ClassVar[int]
+    CROSSINGS_TOTAL_FIELD_NUMBER: _ClassVar[int]
+    CHECKS_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    armed: bool
+    armed_at: float
+    crossings: _containers.RepeatedCompositeFieldContainer[ChannelCrossing]
+    crossings_total: int
+    checks: int
+    error: str
+    def __init__(self, armed: bool = ..., armed_at: _Optional[float] = ..., crossings: _Optional[_Iterable[_Union[ChannelCrossing, _Mapping]]] = ..., crossings_total: _Optional[int] = ..., checks: _Optional[int] = ..., error: _Optional[str] = ...) -> None: ...

@@ -114,6 +114,11 @@ class GuestAgentStub(object):
                 request_serializer=weavegym_dot_agent_dot_v1_dot_agent__pb2.ActivateWindowRequest.SerializeToString,
                 response_deserializer=weavegym_dot_agent_dot_v1_dot_agent__pb2.WindowInfo.FromString,
                 _registered_method=True)
+        self.GuardDesktop = channel.unary_unary(
+                '/weavegym.agent.v1.GuestAgent/GuardDesktop',
+                request_serializer=weavegym_dot_agent_dot_v1_dot_agent__pb2.GuardRequest.SerializeToString,
+                response_deserializer=weavegym_dot_agent_dot_v1_dot_agent__pb2.GuardReport.FromString,
+                _registered_method=True)
 
 
 class GuestAgentServicer(object):
@@ -223,6 +228,16 @@ class GuestAgentServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GuardDesktop(self, request, context):
+        """The desktop's X server, guarded for the whole episode: armed with the accounts the task lets reach it,
+        the agent checks the access list and every X client's account on a short timer and at every call,
+        revokes a grant to anyone else, disconnects and kills their clients, and records each crossing.
+        Disarmed it changes nothing; either way the answer is what it recorded since it was armed.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_GuestAgentServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -305,6 +320,11 @@ def add_GuestAgentServicer_to_server(servicer, server):
                     servicer.ActivateWindow,
                     request_deserializer=weavegym_dot_agent_dot_v1_dot_agent__pb2.ActivateWindowRequest.FromString,
                     response_serializer=weavegym_dot_agent_dot_v1_dot_agent__pb2.WindowInfo.SerializeToString,
+            ),
+            'GuardDesktop': grpc.unary_unary_rpc_method_handler(
+                    servicer.GuardDesktop,
+                    request_deserializer=weavegym_dot_agent_dot_v1_dot_agent__pb2.GuardRequest.FromString,
+                    response_serializer=weavegym_dot_agent_dot_v1_dot_agent__pb2.GuardReport.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -739,6 +759,33 @@ class GuestAgent(object):
             '/weavegym.agent.v1.GuestAgent/ActivateWindow',
             weavegym_dot_agent_dot_v1_dot_agent__pb2.ActivateWindowRequest.SerializeToString,
             weavegym_dot_agent_dot_v1_dot_agent__pb2.WindowInfo.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GuardDesktop(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/weavegym.agent.v1.GuestAgent/GuardDesktop',
+            weavegym_dot_agent_dot_v1_dot_agent__pb2.GuardRequest.SerializeToString,
+            weavegym_dot_agent_dot_v1_dot_agent__pb2.GuardReport.FromString,
             options,
             channel_credentials,
             insecure,
