@@ -16,6 +16,7 @@ import numpy as np
 
 from weavegym.core.config import EnvConfig, variant_pool
 from weavegym.core.errors import EpisodeError, TaskError
+from weavegym.core.guest_layout import DESKTOP_USER
 from weavegym.core.trajectory import Trajectory
 from weavegym.envs.episode_clauses import check_abstention_truth, episode_clauses
 from weavegym.envs.setup_context import SetupContext
@@ -23,12 +24,19 @@ from weavegym.envs.simulated_user import SIM_USER, read_transcript, transcript_f
 from weavegym.envs.task import Prepared, Task
 from weavegym.envs.task_snapshots import TaskSnapshot, TaskSnapshotCache, snapshot_name
 from weavegym.evaluators import Evaluation, ForbiddenPatterns, Probe, evaluate
-from weavegym.evaluators.channel_rules import DesktopAccessUnchanged, NoDesktopTerminalWork
+from weavegym.evaluators.channel_rules import (
+    DesktopAccessUnchanged,
+    DesktopGuarded,
+    EpisodeFrozen,
+    NoDesktopTerminalWork,
+)
+from weavegym.evaluators.episode_freeze import EpisodeFreeze
 from weavegym.evaluators.provenance import provenance_clauses
 from weavegym.machine.backends.base import Backend
 from weavegym.machine.backends.prepared_states import code_hash
 from weavegym.machine.frames import settle
 
+CLOCK_SLACK_S = 2.0  # the guest clock is resynced to the host's at every reset, to about a second
 READY = "ready"  # the backend's snapshot of a booted, idle desktop, which every task's setup starts from
 # Part of every task snapshot's name: a state that older task code set up is never reused (snapshots can be
 # host-wide and outlive this process).
@@ -69,7 +77,22 @@ class TaskSession:
             self._snapshots.clear()
         snapshot, created = self._load(backend, seed)
         self.seed, self.prepared = seed, snapshot.prepared
+        if backend.separate_accounts and backend.client is not None:
+            # Watch the X server from the episode's first moment (the snapshot's guard was disarmed).
+            backend.client.guard_desktop(arm=sorted(self._display_accounts()))
         return snapshot.prepared, created
+
+    def _display_accounts(self) -> set[str]:
+        """The accounts the task lets onto the desktop's X server: the desktop account, and the accounts of
+        either kind of variant's deliverables and of the simulated user (both may have been let on)."""
+        every = (*self.task.deliverables, *(self.task.abstention.deliverables if self.task.abstention else ()))
+        owners = {d.owner for d in every if d.owner} | ({SIM_USER} if self.task.simulated_user else set())
+        return {DESKTOP_USER, *(owners - {"root"})}
+
+    def _episode_accounts(self, backend: Backend) -> set[str]:
+        """The accounts whose processes are the episode's: frozen while it is scored. Accounts of the task's own
+        services (a portal's, an app's own account) keep running: the checker may talk to them."""
+        return {DESKTOP_USER, backend.workspace_user, *({SIM_USER} if self.task.simulated_user else set())}
 
     def evaluate(self, backend: Backend | None, trajectory: Trajectory | None) -> Evaluation:
         """Score the machine's current state against the task (the env calls this when an episode ends)."""
@@ -77,16 +100,26 @@ class TaskSession:
             raise EpisodeError("nothing to evaluate: call reset() first")
         rules: tuple[Any, ...] = (ForbiddenPatterns(waive=self.task.waived_patterns), *self.task.rules)
         clauses, deliverables = episode_clauses(self.task, self.prepared.truth)
-        # Where the guest keeps the channels apart (always, on weavegym's image), hold the episode to it. A
-        # machine without a workspace account (ssh backend) runs both channels as one account: no provenance.
-        if backend.separate_accounts:
-            # Accounts of either kind of variant's deliverables: both may have been let onto the desktop.
-            every = (*self.task.deliverables, *(self.task.abstention.deliverables if self.task.abstention else ()))
-            owners = {d.owner for d in every if d.owner} | ({SIM_USER} if self.task.simulated_user else set())
-            rules = (DesktopAccessUnchanged(owners - {"root"}), NoDesktopTerminalWork(), *rules)
-            clauses = (*clauses, *provenance_clauses(deliverables))
         probe = Probe(backend.client, episode=trajectory.end())
-        return evaluate(clauses, rules, probe, trajectory, self.prepared.truth, pass_threshold=self.task.pass_threshold)
+        # A machine without a workspace account (ssh backend) runs both channels as one account: no provenance,
+        # no guard, nothing to freeze apart.
+        if not backend.separate_accounts:
+            return evaluate(clauses, rules, probe, trajectory, self.prepared.truth,
+                            pass_threshold=self.task.pass_threshold)
+        # Where the guest keeps the channels apart (always, on weavegym's image), hold the episode to it: what the
+        # guard saw all episode (read before the freeze), the access list as it is now, the kernel's accounting,
+        # and who wrote each deliverable, when, under how many names.
+        report = backend.client.guard_desktop()
+        freezer = EpisodeFreeze(backend.client, self._episode_accounts(backend))
+        rules = (DesktopGuarded(report), EpisodeFrozen(freezer), DesktopAccessUnchanged(self._display_accounts()),
+                 NoDesktopTerminalWork(), *rules)
+        since = trajectory.started_wall - CLOCK_SLACK_S if trajectory.started_wall else None
+        clauses = (*clauses, *provenance_clauses(deliverables, since))
+        try:
+            return evaluate(clauses, rules, probe, trajectory, self.prepared.truth,
+                            pass_threshold=self.task.pass_threshold, after_live=freezer.freeze)
+        finally:
+            freezer.thaw()  # the next reset discards the episode anyway; a live viewer sees the desktop go on
 
     def transcript(self, backend: Backend | None) -> list[dict[str, Any]] | None:
         """The simulated user's chat as the checker reads it (None: the task has no simulated user)."""
@@ -125,6 +158,8 @@ class TaskSession:
     def _setup(self, backend: Backend, seed: int) -> Prepared:
         assert backend.client is not None
         setup_start = time.monotonic()
+        if backend.separate_accounts:  # setup may let an app's account onto X; a machine without snapshots kept
+            backend.client.guard_desktop(disarm=True)  # the last episode's guard armed
         feasible = self.task.feasible(seed)
         prepared = self.task.setup(SetupContext(backend.client, self.task.id, seed, self.config.screen_size,
                                                 feasible=feasible, separate_accounts=backend.separate_accounts))

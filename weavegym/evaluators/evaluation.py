@@ -9,7 +9,7 @@ kept in the record for review without changing the score.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -63,10 +63,12 @@ def _one_line(text: str, width: int = 100) -> str:
 
 
 def evaluate(clauses: Sequence[Clause], rules: Sequence[Rule], probe: Probe, trajectory: Trajectory,
-             truth: Mapping[str, Any], pass_threshold: float = 1.0) -> Evaluation:
-    """Score the clauses, run the rules, zero the score on any high-confidence flag."""
+             truth: Mapping[str, Any], pass_threshold: float = 1.0, *,
+             after_live: Callable[[], None] | None = None) -> Evaluation:
+    """Score the clauses, run the rules, zero the score on any high-confidence flag. ``after_live`` runs once the
+    ``live`` clauses are scored and before everything else is read (the episode's freeze)."""
     start = time.perf_counter()
-    raw_score, results, caps = score_clauses(clauses, probe, truth)
+    raw_score, results, caps = score_clauses(clauses, probe, truth, after_live=after_live)
     flags = evaluate_rules(rules, RuleContext(probe=probe, trajectory=trajectory, truth=truth))
     zeroed_by = list(dict.fromkeys(f.rule for f in flags if f.confidence == "high"))
     score = 0.0 if zeroed_by else raw_score

@@ -8,6 +8,12 @@ without group write. A forged GUI deliverable written from the shell is owned by
 account; a CLI deliverable typed into a desktop terminal is owned by the desktop account. Either
 caps the episode at 0.
 
+An owner alone can be borrowed: a hard link to a file of the other account that the caller may write
+(``fs.protected_hardlinks`` allows that) gives a new name with the old owner. So a deliverable must also
+have exactly one link. Its inode's change time says whether anyone wrote it during the episode: one that
+setup left and nobody touched is, like an absent one, its content clauses' to score (partial credit stays
+possible). The change time cannot tell who borrowed an inode: a link and a rename both set it.
+
 A missing deliverable is left to the task's content clauses (partial credit stays possible); a
 symlink or a non-regular file at the path fails, since its content would come from elsewhere.
 """
@@ -68,28 +74,38 @@ def required_owner(deliverable: Deliverable) -> str:
     return deliverable.owner or DEFAULT_OWNER[deliverable.channel]
 
 
-def check_provenance(deliverable: Deliverable) -> Callable[[Probe, Mapping[str, Any]], Verdict]:
+def check_provenance(deliverable: Deliverable, since: float | None = None
+                     ) -> Callable[[Probe, Mapping[str, Any]], Verdict]:
+    """The check for one deliverable; ``since`` is the episode's start on the guest clock (None: not known)."""
     def check(probe: Probe, truth: Mapping[str, Any]) -> Verdict:
         path = deliverable.resolve(truth)
         owner = required_owner(deliverable)
-        found = probe.provenance(path)
-        if found is None:
+        st = probe.stat(path, follow_symlinks=False)
+        if st is None:
             return Verdict.satisfied(f"{path} is absent; its content clauses score that")
-        kind, actual = found
-        if kind != "file":
-            return Verdict.failed(f"{path} is a {kind}, not a file written in place by {owner}")
-        return Verdict.check(actual == owner, f"{path} is owned by {actual!r}; {CHANNEL_WORDS[deliverable.channel]} "
-                                              f"({owner!r}) must have written it")
+        if st.type != "file":
+            return Verdict.failed(f"{path} is a {st.type}, not a file written in place by {owner}")
+        if st.owner != owner:
+            return Verdict.failed(f"{path} is owned by {st.owner!r}; {CHANNEL_WORDS[deliverable.channel]} "
+                                  f"({owner!r}) must have written it")
+        if st.nlink > 1:
+            return Verdict.failed(f"{path} has {st.nlink} hard links: its inode is shared with another name, so its "
+                                  f"owner ({st.owner!r}) does not say who wrote it")
+        if since is not None and st.ctime and st.ctime < since:
+            return Verdict.satisfied(f"{path} is as setup left it ({since - st.ctime:.0f} s before the episode "
+                                     "began): nobody wrote it; its content clauses score that")
+        return Verdict.satisfied(f"{path} is owned by {owner!r}, has one link and changed during the episode")
     return check
 
 
-def provenance_clauses(deliverables: Sequence[Deliverable]) -> tuple[Clause, ...]:
-    """One weightless critical clause per deliverable: it cannot add to the score, only cap it to 0."""
+def provenance_clauses(deliverables: Sequence[Deliverable], since: float | None = None) -> tuple[Clause, ...]:
+    """One weightless critical clause per deliverable: it cannot add to the score, only cap it to 0. ``since``:
+    the episode's start on the guest clock, to tell a deliverable nobody touched in the episode."""
     clauses = []
     for i, deliverable in enumerate(deliverables):
         name = f"provenance_{deliverable.channel}_{i + 1}"
         what = deliverable.description or deliverable.path
         clauses.append(Clause(name, f"{what} was written by {CHANNEL_WORDS[deliverable.channel]} "
                                     f"({required_owner(deliverable)})",
-                              check_provenance(deliverable), weight=0.0, critical=True, cap=0.0))
+                              check_provenance(deliverable, since), weight=0.0, critical=True, cap=0.0))
     return tuple(clauses)

@@ -80,6 +80,10 @@ class Clause:
     weight: float = 1.0
     critical: bool = False
     cap: float = 0.0
+    # Reads a service the episode keeps running (an HTTP server the shell restarted, the desktop's settings
+    # daemon): scored before the episode's processes are stopped for the rest of the evaluation
+    # (evaluators/episode_freeze.py), since a stopped server answers nothing.
+    live: bool = False
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -125,9 +129,12 @@ def run_clause(clause: Clause, probe: Probe, truth: Mapping[str, Any]) -> Clause
                         evidence=str(verdict.evidence)[:MAX_EVIDENCE_CHARS], credit=CREDIT[outcome], seconds=seconds)
 
 
-def score_clauses(clauses: Sequence[Clause], probe: Probe, truth: Mapping[str, Any]
-                  ) -> tuple[float, list[ClauseResult], list[str]]:
-    """(score, results, caps applied): the weighted mean credit, then capped by unsatisfied critical clauses."""
+def score_clauses(clauses: Sequence[Clause], probe: Probe, truth: Mapping[str, Any], *,
+                  after_live: Callable[[], None] | None = None) -> tuple[float, list[ClauseResult], list[str]]:
+    """(score, results, caps applied): the weighted mean credit, then capped by unsatisfied critical clauses.
+
+    ``live`` clauses run first, then ``after_live`` (the evaluation freezes the episode there), then the rest;
+    the results keep the clauses' order."""
     if not clauses:
         raise TaskError("a task needs at least one clause")
     names = [c.name for c in clauses]
@@ -136,7 +143,11 @@ def score_clauses(clauses: Sequence[Clause], probe: Probe, truth: Mapping[str, A
     total_weight = sum(c.weight for c in clauses)
     if total_weight <= 0:
         raise TaskError("the clauses' weights sum to zero")
-    results = [run_clause(c, probe, truth) for c in clauses]
+    done = {c.name: run_clause(c, probe, truth) for c in clauses if c.live}
+    if after_live is not None:
+        after_live()
+    done.update((c.name, run_clause(c, probe, truth)) for c in clauses if not c.live)
+    results = [done[c.name] for c in clauses]
     score = sum(r.weight * r.credit for r in results) / total_weight
     caps: list[str] = []
     for r in results:

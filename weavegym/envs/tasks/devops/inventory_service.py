@@ -163,10 +163,11 @@ TASK = Task(
     clauses=(
         Clause("service_listening", "the service listens on its port", check_listening, weight=2.0, critical=True,
                cap=0.5),
-        Clause("service_healthy", "GET /health answers 200 ok", check_health),
+        # live: the service runs as the workspace account, which the evaluation stops after these two.
+        Clause("service_healthy", "GET /health answers 200 ok", check_health, live=True),
         Clause("config_fixed", "inventory.ini points at the real data file", check_config),
         Clause("deploy_confirmed", "the deploy console was confirmed with the running build id", check_deploy,
-               weight=2.0),
+               weight=2.0, live=True),
     ),
     deliverables=(
         Deliverable(ANSWER, "gui", owner="root", description="the deploy console's answer (captured by setup)"),
