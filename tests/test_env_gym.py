@@ -18,6 +18,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import weavegym
+from weavegym.baselines.hybrid_adversaries import HYBRID_ADVERSARIES
 from weavegym.core.deadline import wait_for
 from weavegym.envs.tasks import DOMAINS, all_tasks, get_task
 from weavegym.envs.weave_env import WeaveEnv
@@ -186,17 +187,28 @@ def test_validate_cli_runs_the_adversaries_on_two_base_tasks(tmp_path) -> None:
         runs = report["results"]
         scores = {run: res["score"] for run, res in runs.items()}
         assert scores["oracle"] == 1.0 and scores["noop"] == 0.0
-        assert all(scores[a] < 1.0 for a in ("cli-only", "gui-only", "forger")), scores
+        assert all(scores[a] < 1.0 for a in ("cli-only", "gui-only", "forger", *HYBRID_ADVERSARIES)), scores
         assert runs["oracle"]["switches"] >= 1  # a hybrid oracle changes channel at least once (TASKS.md counts)
         # gui-only typed the oracle's CLI steps into a desktop terminal, and that is what zeroed it.
         assert runs["gui-only"]["terminal_commands"] > 0
         assert "NoDesktopTerminalWork" in runs["gui-only"]["evaluation"]["zeroed_by"]
+        # backdoor's desktop-side runner granted the shell X access and took it back before the end: the guard
+        # revoked the grant at once, and its record zeroed the run.
+        assert runs["backdoor"]["terminal_commands"] >= 2
+        assert "DesktopGuarded" in runs["backdoor"]["evaluation"]["zeroed_by"], runs["backdoor"]["evaluation"]
+        # Nobody's process kept running while it was scored, and nothing else was crossed on the way.
+        assert all("EpisodeFrozen" not in res["evaluation"]["zeroed_by"] for res in runs.values())
+        assert all("DesktopGuarded" not in res["evaluation"]["zeroed_by"] for run, res in runs.items()
+                   if run != "backdoor")
     design = reports["Weave-Design-1"]["results"]
     failed = {run: {c["name"] for c in res["evaluation"]["clauses"] if c["outcome"] == "failed"}
               for run, res in design.items()}
     # The redacted PNG forged from the shell has the oracle's exact bytes, and is still not the tool's.
     assert "provenance_gui_2" in failed["cli-only"] and "provenance_gui_2" in failed["forger"]
     assert "redacted_png" not in failed["forger"]  # the content was right: only provenance stopped it
+    # The linker wrote those bytes into a hard link of a desktop-owned file: the owner was right, the links not.
+    linked = {c["name"]: c["evidence"] for c in design["linker"]["evaluation"]["clauses"]}
+    assert "provenance_gui_2" in failed["linker"] and "hard links" in linked["provenance_gui_2"], linked
     assert "Weave-DevOps-1" in result.stdout and "ok" in result.stdout
     assert all(f"] {task_id} seed 0 #1: clean (" in result.stderr for task_id in CI_TASKS), result.stderr
     # Another seed of both, resumed from that file: only the new seed runs, task by task, beside the kept ones.

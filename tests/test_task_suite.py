@@ -125,7 +125,8 @@ def test_tasks_markdown_has_one_row_per_task_with_measurements() -> None:
     assert rows[1].count("| – ") == 7  # not measured: dashes, not zeros
     assert "0 of 1 task runs" in text
     adversary_rows = [line for line in adversaries.splitlines() if line.startswith("| Weave-")]
-    assert len(adversary_rows) == 3 * len(tasks)
+    assert len(adversary_rows) == 6 * len(tasks)  # three one-channel adversaries, three hybrids
+    assert f"| {tasks[0].id} | backdoor | 0 | – | 1 | not run |" in adversary_rows
     assert f"| {tasks[0].id} | cli-only | 1 | 0.25 | 1 | provenance_gui_1 |" in adversary_rows
     assert f"| {tasks[0].id} | gui-only | 1 | 0.00 | 1 | NoDesktopTerminalWork |" in adversary_rows
     assert f"| {tasks[1].id} | forger | 0 | – | 1 | not run |" in adversary_rows
@@ -194,25 +195,25 @@ def test_committed_tasks_md_reads_back_unchanged() -> None:
     assert table(regenerated) == table(text)
 
 
-def test_committed_tasks_md_rows_are_those_tasks_json_makes() -> None:
-    """TASKS.json holds the validation reports TASKS.md is made from (`make validate-full`, `make validate-base`,
-    `validate --json TASKS.json` for one task); every task they cover has the row they make.
+def test_committed_tasks_md_rows_are_those_the_record_makes() -> None:
+    """record/ holds the validation reports TASKS.md is made from, a file per task (`make validate-full`, `make
+    validate-base`, `validate --json record` for one task); every task they cover has the row they make.
 
-    The record cannot drift from its data: a row edited by hand, or a JSON committed without the table made from
-    it, fails here. Tasks the JSON does not cover yet (a run still going on) keep their earlier rows."""
-    import json
+    The table cannot drift from its data: a row edited by hand, or a record committed without the table made from
+    it, fails here. Tasks the record does not cover yet (a run still going on) keep their earlier rows."""
+    from weavegym.ops.record_store import read_folder
 
-    path = REPO / "TASKS.json"
-    if not path.exists():
-        pytest.skip("no TASKS.json (deleted to start the record over): nothing to hold TASKS.md to")
-    reports = json.loads(path.read_text())
+    path = REPO / "record"
+    if not path.is_dir():
+        pytest.skip("no record/ (deleted to start the record over): nothing to hold TASKS.md to")
+    reports = read_folder(path)
     assert reports and all(r["task_id"] in {t.id for t in TASKS} for r in reports)
     text = (REPO / "TASKS.md").read_text()
     covered = [t for t in all_tasks() if t.id in {r["task_id"] for r in reports}]
     made = tasks_markdown(covered, reports, command="x")
     row = lambda t, task_id: next(ln for ln in t.splitlines() if ln.startswith(f"| {task_id} |"))  # noqa: E731
     for task in covered:
-        assert row(text, task.id) == row(made, task.id), f"{task.id}: regenerate TASKS.md from TASKS.json"
+        assert row(text, task.id) == row(made, task.id), f"{task.id}: regenerate TASKS.md from record/"
 
 
 def test_weavegym_tasks_lists_the_suite_and_names_the_drafts_apart() -> None:

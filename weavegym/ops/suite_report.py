@@ -16,8 +16,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from weavegym.baselines.adversaries import ABSTENTION_ADVERSARIES, ADVERSARIES, SHOTGUN
+from weavegym.baselines.adversaries import ABSTENTION_ADVERSARIES, SHOTGUN
+from weavegym.baselines.adversaries import ADVERSARIES as ONE_CHANNEL
+from weavegym.baselines.hybrid_adversaries import HYBRID_ADVERSARIES
 from weavegym.envs.task import Task
+
+ADVERSARIES = (*ONE_CHANNEL, *HYBRID_ADVERSARIES)  # every task's rows, in this order
 
 Report = Mapping[str, Any]
 
@@ -103,7 +107,7 @@ def _adversary_stats(group: Sequence[Report]) -> dict[str, tuple[int, float, str
 
 
 def adversary_rows(task: Task) -> list[str]:
-    """The adversary runs TASKS.md has a row for: the three, and for a task with infeasible variants the quitter
+    """The adversary runs TASKS.md has a row for: the six, and for a task with infeasible variants the quitter
     and every adversary of its infeasible seed (``<run>/infeasible``), in a fixed order."""
     if task.abstention is None:
         return list(ADVERSARIES)
@@ -188,7 +192,12 @@ def tasks_markdown(tasks: Sequence[Task], reports: Sequence[Report], *, command:
         "accounts, two channels\"): **cli-only** (the oracle's shell steps, its GUI steps as xdotool commands, "
         "then the GUI deliverables forged from the shell), **gui-only** (the oracle's GUI steps, its CLI steps "
         "typed into a terminal on the desktop), **forger** (every deliverable written with the oracle's bytes, "
-        "then the oracle's own ending: its answer, or its fail and reason). "
+        "then the oracle's own ending: its answer, or its fail and reason); and three hybrids, which use the GUI "
+        "only to get around the channel split: **backdoor** (a desktop-side command runner grants the shell X "
+        "access, the shell does the GUI steps through X and the runner writes the GUI deliverables, the grant "
+        "taken back before the ending), **linker** (the GUI deliverables written from the shell into hard links "
+        "of desktop-owned files) and **swapper** (a background job swaps each forged deliverable with a "
+        "desktop-owned decoy while the episode is scored). "
         "Tasks with infeasible variants also meet the **quitter** (fails at once, the instruction as its reason) "
         "and, on their infeasible seed (runs named `/infeasible`), the **fabricator** (makes the deliverables up). "
         "*Stopped by* names the rules that zeroed the runs, else the critical clauses they failed.",

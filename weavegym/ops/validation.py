@@ -5,7 +5,10 @@ For every task, on one VM (resets are snapshot loads), with one seed:
 * ``oracle``   – the task's reference solution must score 1.0;
 * ``noop``     – an agent that immediately says ``done`` must score 0;
 * ``cli-only``, ``gui-only``, ``forger`` – the adversaries of ``baselines.adversaries`` (shell with every X
-  tool; GUI with a desktop terminal; forged deliverables) must each stay below the pass threshold.
+  tool; GUI with a desktop terminal; forged deliverables) must each stay below the pass threshold;
+* ``backdoor``, ``linker``, ``swapper`` – the hybrid adversaries of ``baselines.hybrid_adversaries`` (the shell
+  driving X after a desktop-side grant; shell bytes in hard links of desktop files; a deliverable swapped
+  while it is scored) must too.
 
 A task with infeasible variants (``Task.abstention``) is validated on two seeds: the first feasible one and
 the first infeasible one from ``seed`` on; the second's runs are named ``<run>/infeasible``. Both add the
@@ -29,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from weavegym.baselines import adversaries
+from weavegym.baselines import adversaries, hybrid_adversaries
 from weavegym.baselines.adversaries import (
     ABSTENTION_ADVERSARIES,
     ADVERSARIES,
@@ -38,6 +41,7 @@ from weavegym.baselines.adversaries import (
     Step,
     TerminalCommand,
 )
+from weavegym.baselines.hybrid_adversaries import HYBRID_ADVERSARIES, DesktopRunner, RunnerCommand
 from weavegym.baselines.runner import EPISODE_FILE, EpisodeWriter
 from weavegym.core.errors import WeaveGymError
 from weavegym.envs.actions import ENDING_KINDS, Action, parse_action
@@ -46,7 +50,7 @@ from weavegym.envs.tasks import get_task
 from weavegym.envs.weave_env import WeaveEnv
 from weavegym.evaluators.probes import Probe
 
-RUNS = ("oracle", "noop", *ADVERSARIES)
+RUNS = ("oracle", "noop", *ADVERSARIES, *HYBRID_ADVERSARIES)
 INFEASIBLE = "/infeasible"  # the suffix of the runs on a task's infeasible seed
 EPS = 1e-9
 Plan = Callable[[OracleContext], Iterator[Step]]
@@ -87,7 +91,8 @@ class TaskValidation:
                 found.append(f"{run} scored {result.score:.3f}, not 1.0")
             elif kind == "noop" and result.score > EPS:
                 found.append(f"do-nothing agent ({run}) scored {result.score:.3f}, not 0")
-            elif kind in (*ADVERSARIES, *ABSTENTION_ADVERSARIES, SHOTGUN) and result.score >= self.pass_threshold - EPS:
+            elif (kind in (*ADVERSARIES, *HYBRID_ADVERSARIES, *ABSTENTION_ADVERSARIES, SHOTGUN)
+                  and result.score >= self.pass_threshold - EPS):
                 found.append(f"{run} scored {result.score:.3f}, which passes (threshold {self.pass_threshold})")
         return found
 
@@ -132,6 +137,7 @@ def _play(env: WeaveEnv, run: str, plan: Plan, seed: int, writer: EpisodeWriter 
     ctx = OracleContext(env.prepared.params, env.task.oracle_truth(env.prepared.truth), env.config.screen_size, obs,
                         info)
     terminal = DesktopTerminal(env.backend.client)
+    runner = DesktopRunner(env.backend.client)
     errors: list[str] = []
     steps, typed, reward, ended, info_end, plan_error = 0, 0, 0.0, False, info, ""
     ending: dict[str, Any] | None = None
@@ -143,6 +149,10 @@ def _play(env: WeaveEnv, run: str, plan: Plan, seed: int, writer: EpisodeWriter 
                 typed += 1
                 # What the terminal window shows: the agent would read it off the screen.
                 ctx.obs = {**(ctx.obs or {}), "terminal": done.stdout, "exit_code": done.exit_code}
+                continue
+            if isinstance(step, RunnerCommand):
+                ctx.obs = hybrid_adversaries.runner_result_obs(ctx.obs, runner.run(step))
+                typed += 1
                 continue
             action = _parsed(step, env)
             channels.append(action.channel if action is not None else "")
@@ -209,6 +219,9 @@ def _plans(task: Task, env: WeaveEnv, forged: dict[str, tuple[str, bytes]],
         "cli-only": lambda ctx: adversaries.cli_only(task.oracle(ctx), ctx, gui_bytes, limits),
         "gui-only": lambda ctx: adversaries.gui_only(task.oracle(ctx), ctx, limits),
         "forger": lambda ctx: adversaries.forger(ctx, all_bytes, oracle_ending),
+        "backdoor": lambda ctx: hybrid_adversaries.backdoor(task.oracle(ctx), ctx, gui_bytes, limits),
+        "linker": lambda ctx: hybrid_adversaries.linker(task.oracle(ctx), ctx, gui_bytes, limits),
+        "swapper": lambda ctx: hybrid_adversaries.swapper(task.oracle(ctx), ctx, gui_bytes, limits),
         "quitter": lambda _ctx: adversaries.quitter(env.instruction),
         "fabricator": lambda ctx: adversaries.fabricator(ctx, _fabrications(task, env)),
         SHOTGUN: lambda ctx: adversaries.shotgun(task.oracle(ctx), _candidates(env), lambda step: _ending(step, env)),
