@@ -42,7 +42,7 @@ class PlotLayout:
         return self.times_x + self.times + 130  # room for the steps label after the longest bar
 
 
-# Adversary -> (fill colour, marker shape). Others (the quitter, the runs of an infeasible seed) are grey dots.
+# Adversary -> (fill colour, marker shape). Others (the hybrids, the quitter, an infeasible seed's runs) are grey dots.
 # Each kind sits a little higher or lower in its row, so that markers on the same score stay visible.
 MARKERS: Mapping[str, tuple[str, str]] = {
     "cli-only": ("#d9822b", "square"),
@@ -120,7 +120,7 @@ def _legend() -> list[str]:
     """Two lines: the markers, then the threshold and the time bars."""
     y = 56
     items = [("oracle, every run 1.0", ORACLE_COLOUR, "circle"), *((name, *MARKERS[name]) for name in MARKERS),
-             ("quitter, fabricator, infeasible-seed runs", *OTHER_MARKER)]
+             ("hybrids, quitter, fabricator, infeasible-seed runs", *OTHER_MARKER)]
     out, x = [], 8.0
     for name, colour, shape in items:
         out.append(_marker(shape, x + 5, y - 4, colour, name))
