@@ -92,9 +92,15 @@ def throwaway_account() -> Iterator[str]:
     if os.getuid() != 0:
         pytest.skip("creating an account needs root")
     name = f"wgtest{os.getpid()}"
-    uid = _unused_uid()
-    subprocess.run(["useradd", "--system", "--uid", str(uid), "--no-create-home", "--home-dir", "/nonexistent",
-                    "--shell", "/usr/sbin/nologin", name], check=True, capture_output=True)
+
+    def created() -> bool:  # another test worker may take the same free uid first: useradd then exits 4
+        made = subprocess.run(["useradd", "--system", "--uid", str(_unused_uid()), "--no-create-home", "--home-dir",
+                               "/nonexistent", "--shell", "/usr/sbin/nologin", name], capture_output=True, text=True)
+        if made.returncode not in (0, 4):
+            pytest.fail(f"useradd {name} exited {made.returncode}: {made.stderr.strip()}")
+        return made.returncode == 0
+
+    wait_for(created, 30, what=f"a free uid for the test account {name}")
     try:
         yield name
     finally:

@@ -23,7 +23,17 @@ UNDUMPABLE = "import ctypes, time; ctypes.CDLL(None).prctl(4, 0, 0, 0, 0); time.
 
 
 def _state(pid: int) -> str:
-    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "X"  # gone: a child of the forker that ended between the listing and the read
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:  # the forker's children come and go
+        return b""
 
 
 def _pids(account: str) -> list[int]:
@@ -51,15 +61,15 @@ def processes(throwaway_account: str) -> Iterator[dict[str, subprocess.Popen[byt
 
 def test_every_process_of_the_accounts_stops_and_only_those_go_on(client: GuestClient, throwaway_account: str,
                                                                   processes: dict) -> None:
-    parked = [p for p in _pids(throwaway_account) if Path(f"/proc/{p}/cmdline").read_bytes().startswith(b"sleep")
-              and b"600" in Path(f"/proc/{p}/cmdline").read_bytes()]
+    parked = [p for p in _pids(throwaway_account) if _cmdline(p) == b"sleep\x00600\x00"]
+    assert len(parked) == 1
     for pid in parked:
         subprocess.run(["kill", "-STOP", str(pid)], check=True)  # the episode stopped this one itself
     freezer = EpisodeFreeze(client, [throwaway_account, "no-such-account-here"])
     result = freezer.freeze()
     assert result.ok and result.stopped, result
     pids = _pids(throwaway_account)
-    assert pids and all(_state(p) in "TZ" for p in pids), {p: _state(p) for p in pids}
+    assert pids and all(_state(p) in "TZX" for p in pids), {p: _state(p) for p in pids}  # X: gone meanwhile
     assert not set(parked) & set(result.stopped)  # already stopped: not the freeze's to continue
     freezer.thaw()
     wait_for(lambda: all(_state(p) not in "T" for p in _pids(throwaway_account) if p not in parked), 20,
