@@ -67,7 +67,7 @@ class EpisodeResult:
     evaluation: dict[str, Any] = field(default_factory=dict)
     seed: int | None = None
     reset_s: float = 0.0
-    terminal_commands: int = 0  # commands a desktop terminal or runner ran (gui-only, forger, backdoor)
+    terminal_commands: int = 0  # commands typed into a desktop terminal (gui-only, forger)
     plan_error: str = ""  # the plan stopped early (e.g. an oracle step needed output it never got)
     ending: dict[str, Any] | None = None  # the done/fail the plan sent (with its answer or reason), if any
     switches: int = 0  # changes of channel between consecutive GUI and CLI actions (control actions aside)
