@@ -6,6 +6,8 @@ import datetime as dt
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from weavegym.core.trajectory import EpisodeEnd, FrameRecord, StepRecord, Trajectory
 from weavegym.envs.actions import parse_action, tool_schema
@@ -296,3 +298,21 @@ def test_number_evidence_shows_every_digit_of_both_sides() -> None:
     assert verdict.outcome == Outcome.FAILED
     assert "reads as 11578.8 eur" in verdict.evidence and "expected 11578.78 eur" in verdict.evidence
     assert "expected 1536 B" in check_number("1.5 KiB", 1536, unit="B").evidence
+
+
+# ---- the cause and the candidates read by one rule (property) ---------------------------------------------------
+
+_NAME = st.from_regex(r"[a-z0-9][a-z0-9._-]{0,12}[a-z0-9]", fullmatch=True)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_NAME, min_size=2, max_size=8, unique=True), st.text(max_size=200), st.text(max_size=3))
+def test_no_spelling_names_a_cause_without_counting_it_as_a_candidate(candidates: list[str], noise: str,
+                                                                      joiner: str) -> None:
+    """Whatever the reason says, around or between the names (any text, any joiner), a cause it names is also a
+    candidate it names: listing every candidate can never name the cause for free."""
+    reason = noise + joiner.join(candidates) + noise
+    listed = set(named_candidates(reason, candidates))
+    for cause in candidates:
+        if named_causes(reason, [cause], candidates):
+            assert cause in listed, (reason, cause, listed)

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from typing import Any
@@ -21,6 +22,7 @@ import pytest
 
 from weavegym.baselines.hybrid_adversaries import GRANT, REVOKE, DesktopRunner, RunnerCommand
 from weavegym.core.deadline import wait_for
+from weavegym.core.errors import AgentError
 from weavegym.core.guest_layout import DESKTOP_USER, HOME, WORKSPACE_USER
 from weavegym.envs.setup_context import SetupContext
 from weavegym.envs.task import Channels, Deliverable, OracleContext, Prepared, Task
@@ -159,6 +161,24 @@ def test_the_guard_takes_the_grant_back_within_a_second(env: WeaveEnv) -> None:
     report = client.guard_desktop()
     assert report.armed and report.crossings_total >= 1
     assert report.crossings[0].kind == "access-list"
+
+
+def test_a_killed_agent_comes_back_still_guarding(env: WeaveEnv) -> None:
+    """systemd restarts a killed agent; the guard's root-only state file arms the new one, and a grant after the
+    restart is still revoked, recorded and scored 0."""
+    env.reset(seed=0)
+    client = env.backend.client
+    before = client.guard_desktop()
+    assert before.armed
+    with contextlib.suppress(AgentError):  # the call that kills the agent loses its own connection
+        client.exec("systemctl kill -s KILL weavegym-agent.service", timeout=10)
+    env.step({"kind": "shell", "command": "true"})  # the env waits for the restarted agent
+    after = client.guard_desktop()
+    assert after.armed and after.armed_at == before.armed_at, (before, after)
+    _runner(env).run(RunnerCommand(GRANT))
+    wait_for(lambda: client.guard_desktop().crossings_total > 0, 10, what="the restarted guard to see the grant")
+    _, reward, _, _, info = env.step("done()")
+    assert reward == 0.0 and "DesktopGuarded" in info["evaluation"]["zeroed_by"]
 
 
 def test_an_x_client_of_the_workspace_account_is_killed(env: WeaveEnv) -> None:

@@ -20,6 +20,7 @@ from Xlib import display as xdisplay
 from Xlib.ext import res
 
 from weavegym.core.deadline import wait_for
+from weavegym.core.errors import AgentRequestError
 from weavegym.guest_agent.x_guard import FAMILY_SERVER_INTERPRETED, XGuard
 from weavegym.testing.local_agent import LocalAgent, LocalAgentConfig
 from weavegym.testing.xvfb import XvfbConfig, XvfbDisplay
@@ -154,6 +155,20 @@ def test_the_state_file_survives_a_restarted_agent(guarded_display: str, throwaw
     assert [c.kind for c in again.state.crossings] == ["access-list"]
     state.write_text("{not json")
     assert not XGuard(guarded_display, state_file=state).state.armed  # unreadable: starts disarmed, says so in the log
+
+
+def test_bad_guard_requests_are_refused_and_change_nothing(guarded_display: str) -> None:
+    with LocalAgent(LocalAgentConfig(display=guarded_display)) as agent, agent.client() as client:
+        client.wait_ready(20)
+        client.guard_desktop(arm=["nobody"])
+        for bad in ({"arm": [], "disarm": False}, {"arm": ["nobody"], "disarm": True}):
+            with pytest.raises(AgentRequestError):
+                client.guard_desktop(**bad)
+        # Names that are no account (unicode, control characters, huge): allowed on paper, no uid, no harm.
+        odd = ["ünï", "名前", "a\tb", "x" * 10_000, *[f"nosuch{i}" for i in range(500)]]
+        report = client.guard_desktop(arm=odd)
+        assert report.armed and report.crossings_total == 0
+        assert client.guard_desktop(arm=["nobody"]).armed and client.health().display_ok
 
 
 def test_guard_desktop_through_the_agent(guarded_display: str, throwaway_account: str) -> None:
